@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "actors/actor.h"
+
+#include "absl/strings/str_format.h"
+
+#include "actors/actor_system.h"
+#include "actors/internal/runtime.h"
+#include "actors/log.h"
+
+namespace troupe {
+
+Actor::~Actor() = default;
+
+void Actor::Unhandled(EventHandlePtr& ev) {
+  if (ev->type() == kEvPoison) {
+    PassAway();
+    return;
+  }
+  TROUPE_LOG(kDebug, kActors) << "actor " << self_ << " dropped unhandled " << ev->ToString();
+}
+
+void Actor::Send(const ActorId& recipient, std::unique_ptr<EventBase> event, uint32_t flags,
+                 uint64_t cookie) const {
+  system_->runtime()->Send(
+      std::make_unique<EventHandle>(recipient, self_, std::move(event), flags, cookie));
+}
+
+void Actor::Send(EventHandlePtr handle) const { system_->runtime()->Send(std::move(handle)); }
+
+void Actor::Forward(EventHandlePtr& ev, const ActorId& recipient) const {
+  ev->set_recipient(recipient);
+  system_->runtime()->Send(std::move(ev));
+}
+
+TimerCookie Actor::Schedule(absl::Duration delay, std::unique_ptr<EventBase> event,
+                            uint64_t cookie) const {
+  return Schedule(delay, self_, std::move(event), kNoFlags, cookie);
+}
+
+TimerCookie Actor::Schedule(absl::Duration delay, const ActorId& recipient,
+                            std::unique_ptr<EventBase> event, uint32_t flags,
+                            uint64_t cookie) const {
+  return system_->runtime()->Schedule(
+      delay, std::make_unique<EventHandle>(recipient, self_, std::move(event), flags, cookie));
+}
+
+TimerCookie Actor::ScheduleWakeup(absl::Duration delay, uint64_t tag) const {
+  return Schedule(delay, std::make_unique<EvWakeup>(tag));
+}
+
+ActorId Actor::Register(std::unique_ptr<Actor> actor, RegisterOptions options) const {
+  return system_->runtime()->Register(std::move(actor), options);
+}
+
+ActorId Actor::RegisterWithSameMailbox(std::unique_ptr<Actor> actor) {
+  return system_->runtime()->RegisterWithSameMailbox(this, std::move(actor));
+}
+
+void Actor::DropUnparsable(EventHandlePtr& ev) {
+  TROUPE_LOG(kWarn, kActors) << absl::StrFormat(
+      "actor %s dropped event 0x%08x: its bytes do not parse", self_.ToString(), ev->type());
+  system_->runtime()->Undeliverable(std::move(ev), UndeliveredReason::kParseError);
+}
+
+}  // namespace troupe

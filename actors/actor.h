@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Actor: a class with private state and a current state function that handles one event at a time.
+//
+// While handling an event an actor may change its state, switch its state function (`Become`),
+// send events, register new actors, schedule delayed events and end itself (`PassAway`). The
+// runtime guarantees that an actor is never run by two threads at once (nor are actors sharing a
+// mailbox), and that events from one sender are handled in the order they were sent.
+//
+// Lifetime: `ActorSystem::Register` takes ownership. The first event is Bootstrap, turned into a
+// call to `Bootstrap()`. The actor is destroyed after the handler that called `PassAway()` returns,
+// when a handler throws (the exception is logged with the actor id and event type and ends this
+// actor only), or when the system stops. Events still queued for it are then reported undelivered.
+//
+// Thread-safety: actor-confined. Every protected member is to be called from the actor's own
+// handlers (or Bootstrap) only.
+//
+// Example:
+//
+//   class Counter : public troupe::Actor {
+//    public:
+//     Counter() : Actor(&Counter::StateWork) {}
+//
+//    private:
+//     TROUPE_STATE(StateWork) {
+//       switch (ev->type()) {
+//         TROUPE_HFUNC(EvAdd, Handle);
+//         default:
+//           Unhandled(ev);   // ends the actor on EvPoison, drops anything else
+//       }
+//     }
+//     void Handle(troupe::EventPtr<EvAdd> ev) { total_ += ev.Get()->value; }
+//     int64_t total_ = 0;
+//   };
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "absl/time/time.h"
+
+#include "actors/actor_id.h"
+#include "actors/event.h"
+#include "actors/events.h"
+#include "actors/timer.h"
+
+namespace troupe {
+
+class ActorSystem;
+
+namespace internal {
+class Mailbox;
+class Runtime;
+}  // namespace internal
+
+// Mailbox implementation chosen at Register time.
+enum class MailboxKind : uint8_t {
+  // The pool's configured default.
+  kPoolDefault = 0,
+  // Lock-free intrusive multi-writer queue (one cache line while idle).
+  kLockFree = 1,
+};
+
+// Where and how an actor is registered.
+struct RegisterOptions {
+  // Executor pool index from `ActorSystem::PoolIndex`; unset means the configured default pool.
+  std::optional<uint32_t> pool;
+  MailboxKind mailbox = MailboxKind::kPoolDefault;
+};
+
+class Actor {
+ public:
+  // A state function: handles the event in `ev` (and may take it).
+  using StateFunc = void (Actor::*)(EventHandlePtr& ev);
+
+  // Starts in `initial_state`, a member function of the derived class.
+  template <typename Derived>
+  explicit Actor(void (Derived::*initial_state)(EventHandlePtr&))
+      : state_(static_cast<StateFunc>(initial_state)) {}
+
+  virtual ~Actor();
+  Actor(const Actor&) = delete;
+  Actor& operator=(const Actor&) = delete;
+
+  // Returns this actor's id (empty before Register).
+  const ActorId& SelfId() const { return self_; }
+  // Returns the system this actor lives in (null before Register).
+  ActorSystem* system() const { return system_; }
+
+ protected:
+  // -- lifecycle --------------------------------------------------------------------------------
+
+  // Called once, as the actor's first event, on its own pool. The default does nothing.
+  virtual void Bootstrap() {}
+
+  // Makes `state` the state function for the next events.
+  template <typename Derived>
+  void Become(void (Derived::*state)(EventHandlePtr&)) {
+    state_ = static_cast<StateFunc>(state);
+  }
+
+  // Ends this actor once the current handler returns; its destructor runs then and events still
+  // queued for it are reported undelivered. Calling it twice is harmless.
+  void PassAway() { passed_away_ = true; }
+
+  // Default for events a state function does not handle: EvPoison ends the actor; any other event
+  // is dropped (logged at debug level).
+  void Unhandled(EventHandlePtr& ev);
+
+  // Drops an event whose bytes did not parse, logs it, and reports Undelivered{kParseError} to a
+  // tracking sender. TROUPE_HFUNC calls it; handlers never see a half-parsed message.
+  void DropUnparsable(EventHandlePtr& ev);
+
+  // -- sending ---------------------------------------------------------------------------------
+
+  // Sends `event` to `recipient` with this actor as sender.
+  void Send(const ActorId& recipient, std::unique_ptr<EventBase> event, uint32_t flags = kNoFlags,
+            uint64_t cookie = 0) const;
+  // Sends a prepared handle (its sender is used as is).
+  void Send(EventHandlePtr handle) const;
+  // Sends `ev` on to `recipient`, keeping its sender, flags and cookie.
+  void Forward(EventHandlePtr& ev, const ActorId& recipient) const;
+
+  // Sends `event` to this actor after `delay`. The returned cookie cancels it.
+  TimerCookie Schedule(absl::Duration delay, std::unique_ptr<EventBase> event,
+                       uint64_t cookie = 0) const;
+  // Sends `event` to `recipient` after `delay`, with this actor as sender.
+  TimerCookie Schedule(absl::Duration delay, const ActorId& recipient,
+                       std::unique_ptr<EventBase> event, uint32_t flags = kNoFlags,
+                       uint64_t cookie = 0) const;
+  // Sends EvWakeup{tag} to this actor after `delay`.
+  TimerCookie ScheduleWakeup(absl::Duration delay, uint64_t tag = 0) const;
+
+  // -- spawning --------------------------------------------------------------------------------
+
+  // Registers `actor` on its own new mailbox (see ActorSystem::Register).
+  ActorId Register(std::unique_ptr<Actor> actor, RegisterOptions options = {}) const;
+  // Registers `actor` on this actor's mailbox: the two never run in parallel and share a queue.
+  ActorId RegisterWithSameMailbox(std::unique_ptr<Actor> actor);
+
+ private:
+  friend class internal::Mailbox;
+  friend class internal::Runtime;
+
+  StateFunc state_;
+  ActorSystem* system_ = nullptr;
+  ActorId self_;
+  Actor* next_in_mailbox_ = nullptr;
+  internal::Mailbox* mailbox_ = nullptr;
+  bool passed_away_ = false;
+  bool bootstrapped_ = false;
+};
+
+}  // namespace troupe
+
+// Declares a state function `name` taking `ev` (an `EventHandlePtr&`).
+#define TROUPE_STATE(name) void name(::troupe::EventHandlePtr& ev)
+
+// A `case` that calls `handler(troupe::EventPtr<Event>)` for events of type `Event`. A protobuf
+// event that fails to parse never reaches the handler: it is dropped, counted, and reported to a
+// tracking sender as Undelivered{kParseError}.
+#define TROUPE_HFUNC(Event, handler)            \
+  case Event::kEventType: {                     \
+    if (ev->template Get<Event>() != nullptr) { \
+      handler(::troupe::EventPtr<Event>(ev));   \
+    } else {                                    \
+      DropUnparsable(ev);                       \
+    }                                           \
+    break;                                      \
+  }
+
+// A `case` that calls `handler()` with no argument for events of `type`.
+#define TROUPE_CFUNC(type, handler) \
+  case type: {                      \
+    handler();                      \
+    break;                          \
+  }
+
+// A `case` that drops events of `type` silently.
+#define TROUPE_IGNORE(type) \
+  case type: {              \
+    break;                  \
+  }

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "actors/actor_system.h"
+
+#include "actors/config.h"
+#include "actors/internal/runtime.h"
+#include "actors/log.h"
+
+namespace troupe {
+
+absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Create(
+    const proto::ActorSystemConfig& config) {
+  if (absl::Status status = ValidateConfig(config); !status.ok()) {
+    return status;
+  }
+  proto::ActorSystemConfig full = WithDefaults(config);
+  LogLevel level = LogLevel::kInfo;
+  if (absl::Status status = ParseLogLevel(full.log().level(), &level); !status.ok()) {
+    return status;
+  }
+  SetLogLevel(level);
+  std::unique_ptr<ActorSystem> system(new ActorSystem());
+  system->runtime_ = std::make_unique<internal::Runtime>(system.get(), std::move(full));
+  system->runtime_->Start();
+  return system;
+}
+
+ActorSystem::~ActorSystem() { Stop(); }
+
+void ActorSystem::Stop() {
+  if (runtime_ != nullptr) {
+    runtime_->Stop();
+  }
+}
+
+ActorId ActorSystem::Register(std::unique_ptr<Actor> actor, RegisterOptions options) {
+  return runtime_->Register(std::move(actor), options);
+}
+
+void ActorSystem::Send(const ActorId& recipient, std::unique_ptr<EventBase> event, uint32_t flags,
+                       uint64_t cookie, const ActorId& sender) {
+  Send(std::make_unique<EventHandle>(recipient, sender, std::move(event), flags, cookie));
+}
+
+void ActorSystem::Send(EventHandlePtr handle) {
+  if (runtime_->stopped()) {
+    return;  // the handle is freed; nothing runs any more
+  }
+  runtime_->Send(std::move(handle));
+}
+
+TimerCookie ActorSystem::Schedule(absl::Duration delay, EventHandlePtr handle) {
+  return runtime_->Schedule(delay, std::move(handle));
+}
+
+absl::Status ActorSystem::RegisterService(const ActorId& service, const ActorId& actor) {
+  return runtime_->services().Register(service, actor);
+}
+
+ActorId ActorSystem::LookupService(const ActorId& service) const {
+  return runtime_->services().Lookup(service);
+}
+
+NodeId ActorSystem::node_id() const { return runtime_->node_id(); }
+
+absl::StatusOr<uint32_t> ActorSystem::PoolIndex(std::string_view name) const {
+  return runtime_->PoolIndex(name);
+}
+
+const proto::ActorSystemConfig& ActorSystem::config() const { return runtime_->config(); }
+
+ActorSystemCounters ActorSystem::Counters() const {
+  ActorSystemCounters counters;
+  counters.dropped_events = runtime_->dropped_events();
+  counters.failed_actors = runtime_->failed_actors();
+  counters.live_mailboxes = runtime_->mailboxes().LiveCount();
+  counters.pending_timers = runtime_->PendingTimers();
+  for (size_t i = 0; i < runtime_->pool_count(); ++i) {
+    const internal::ExecutorPool& pool = runtime_->pool(i);
+    const internal::PoolStats stats = pool.Stats();
+    counters.pools.push_back(PoolCounters{pool.settings().name, pool.settings().threads,
+                                          stats.events, stats.activations, stats.budget_preemptions,
+                                          stats.parks, pool.QueueLength()});
+  }
+  return counters;
+}
+
+}  // namespace troupe

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// ActorSystem: one node's actor runtime — executor pools, mailboxes, services and the scheduler.
+//
+// `Create` validates the config, starts every pool's workers and the scheduler thread. `Stop` (also
+// run by the destructor) stops the scheduler, lets each worker finish its current activation, joins
+// every thread, destroys every actor (destructors run) and frees every event still queued.
+//
+// Delivery guarantees (DESIGN.md): a mailbox is processed by at most one thread at a time; events
+// from one sender to one recipient are handled in send order; delivery is at most once, and a
+// sender that asked for kTrackDelivery learns EvUndelivered when its event cannot be delivered.
+//
+// Thread-safety: thread-safe. Send, Register, RegisterService, LookupService and Schedule may be
+// called from any thread until Stop begins; calls made concurrently with Stop or the destructor
+// may be dropped (their events are freed).
+//
+// Example:
+//
+//   auto system = troupe::ActorSystem::Create(troupe::proto::ActorSystemConfig());
+//   if (!system.ok()) { std::cerr << system.status(); return 1; }
+//   troupe::ActorId counter = (*system)->Register(std::make_unique<Counter>());
+//   (*system)->Send(counter, std::make_unique<EvAdd>(5));
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+#include "actors/actor.h"
+#include "actors/actor_id.h"
+#include "actors/event.h"
+#include "actors/timer.h"
+#include "proto/config.pb.h"
+
+namespace troupe {
+
+namespace internal {
+class Runtime;
+}
+
+// Counters of one executor pool.
+struct PoolCounters {
+  std::string name;
+  uint32_t threads = 0;
+  uint64_t events = 0;
+  uint64_t activations = 0;
+  uint64_t budget_preemptions = 0;
+  uint64_t parks = 0;
+  int64_t queue_length = 0;
+};
+
+// Counters of the whole node.
+struct ActorSystemCounters {
+  // Events neither delivered nor reported (no tracking, no forward target).
+  uint64_t dropped_events = 0;
+  // Actors ended by an exception escaping a handler.
+  uint64_t failed_actors = 0;
+  // Mailboxes with at least one actor.
+  uint64_t live_mailboxes = 0;
+  // Delayed events not fired yet (cancelled ones included until due).
+  uint64_t pending_timers = 0;
+  std::vector<PoolCounters> pools;
+};
+
+class ActorSystem {
+ public:
+  // Validates `config`, fills defaults and starts the node. kInvalidArgument names the bad field.
+  static absl::StatusOr<std::unique_ptr<ActorSystem>> Create(
+      const proto::ActorSystemConfig& config);
+
+  ~ActorSystem();
+  ActorSystem(const ActorSystem&) = delete;
+  ActorSystem& operator=(const ActorSystem&) = delete;
+
+  // Stops the node (see the file comment). Idempotent; the destructor calls it.
+  void Stop();
+
+  // -- actors -----------------------------------------------------------------------------------
+
+  // Registers `actor` on a new mailbox and schedules its Bootstrap; returns its id. Returns an
+  // empty id (and logs why) when the pool index does not exist, the mailbox table is full or the
+  // system is stopping; the actor is then destroyed.
+  ActorId Register(std::unique_ptr<Actor> actor, RegisterOptions options = {});
+
+  // Sends `event` to `recipient`; `sender` receives EvUndelivered if `flags` has kTrackDelivery.
+  void Send(const ActorId& recipient, std::unique_ptr<EventBase> event, uint32_t flags = kNoFlags,
+            uint64_t cookie = 0, const ActorId& sender = ActorId());
+  // Sends a prepared handle.
+  void Send(EventHandlePtr handle);
+
+  // Delivers `handle` after `delay` (at most one scheduler resolution late, never early).
+  TimerCookie Schedule(absl::Duration delay, EventHandlePtr handle);
+
+  // -- services ---------------------------------------------------------------------------------
+
+  // Maps a ServiceId to a local actor (replacing an earlier mapping; an empty actor removes it).
+  // kInvalidArgument when `service` is not a service id or `actor` is one; kResourceExhausted when
+  // the table is full.
+  absl::Status RegisterService(const ActorId& service, const ActorId& actor);
+  // Returns the actor registered for `service`, or an empty id.
+  ActorId LookupService(const ActorId& service) const;
+
+  // -- introspection ----------------------------------------------------------------------------
+
+  NodeId node_id() const;
+  // Returns the index of the pool called `name`; kNotFound otherwise.
+  absl::StatusOr<uint32_t> PoolIndex(std::string_view name) const;
+  // Returns the effective config (defaults filled in).
+  const proto::ActorSystemConfig& config() const;
+  // Reads every counter without stopping anything.
+  ActorSystemCounters Counters() const;
+
+  internal::Runtime* runtime() const { return runtime_.get(); }
+
+ private:
+  ActorSystem() = default;
+
+  std::unique_ptr<internal::Runtime> runtime_;
+};
+
+}  // namespace troupe

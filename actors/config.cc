@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "actors/config.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+#include "actors/actor_id.h"
+#include "actors/log.h"
+
+namespace troupe {
+namespace {
+
+constexpr uint32_t kMaxThreads = 256;
+constexpr uint32_t kMaxNodeId = (1u << 20) - 1;
+
+class CollectErrors final : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first_.empty()) {
+      first_ = absl::StrCat("line ", line + 1, ", column ", column + 1, ": ", message);
+    }
+  }
+  void AddWarning(int /*line*/, google::protobuf::io::ColumnNumber /*column*/,
+                  const std::string& /*message*/) override {}
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+absl::Status FieldError(absl::string_view field, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
+}
+
+template <typename T>
+absl::Status CheckRange(absl::string_view field, T value, T low, T high) {
+  if (value < low || value > high) {
+    return FieldError(field, absl::StrCat("must be between ", low, " and ", high, ", got ", value));
+  }
+  return absl::OkStatus();
+}
+
+proto::PoolConfig DefaultPool(std::string name, uint32_t threads) {
+  proto::PoolConfig pool;
+  pool.set_name(std::move(name));
+  pool.set_threads(threads);
+  return pool;
+}
+
+}  // namespace
+
+absl::StatusOr<proto::ActorSystemConfig> ParseConfig(std::string_view text) {
+  proto::ActorSystemConfig config;
+  google::protobuf::TextFormat::Parser parser;
+  CollectErrors errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(std::string(text), &config)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: ", errors.first().empty() ? "malformed text" : errors.first()));
+  }
+  if (absl::Status status = ValidateConfig(config); !status.ok()) {
+    return status;
+  }
+  return config;
+}
+
+absl::StatusOr<proto::ActorSystemConfig> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    const int error = errno;
+    const std::string message = absl::StrCat("config file \"", path, "\": ", std::strerror(error));
+    return error == EACCES ? absl::PermissionDeniedError(message) : absl::NotFoundError(message);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<proto::ActorSystemConfig> config = ParseConfig(text.str());
+  if (!config.ok()) {
+    return absl::Status(config.status().code(),
+                        absl::StrCat(path, ": ", config.status().message()));
+  }
+  return config;
+}
+
+absl::Status ValidateConfig(const proto::ActorSystemConfig& config) {
+  if (config.has_node_id()) {
+    if (absl::Status s = CheckRange<uint32_t>("node_id", config.node_id(), 1, kMaxNodeId);
+        !s.ok()) {
+      return s;
+    }
+  }
+  absl::flat_hash_set<std::string> names;
+  for (int i = 0; i < config.pools_size(); ++i) {
+    const proto::PoolConfig& pool = config.pools(i);
+    const std::string field = absl::StrCat("pools[", i, "]");
+    if (pool.name().empty()) {
+      return FieldError(absl::StrCat(field, ".name"), "must not be empty");
+    }
+    if (!names.insert(pool.name()).second) {
+      return FieldError(absl::StrCat(field, ".name"),
+                        absl::StrCat("duplicate pool name \"", pool.name(), "\""));
+    }
+    if (pool.has_threads()) {
+      if (absl::Status s =
+              CheckRange<uint32_t>(absl::StrCat(field, ".threads"), pool.threads(), 1, kMaxThreads);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (pool.has_max_events_per_activation() && pool.max_events_per_activation() == 0) {
+      return FieldError(absl::StrCat(field, ".max_events_per_activation"), "must be > 0");
+    }
+    if (pool.has_max_activation_time_us() && pool.max_activation_time_us() == 0) {
+      return FieldError(absl::StrCat(field, ".max_activation_time_us"), "must be > 0");
+    }
+    if (pool.has_spin_time_us()) {
+      if (absl::Status s = CheckRange<uint64_t>(absl::StrCat(field, ".spin_time_us"),
+                                                pool.spin_time_us(), 0, 1'000'000);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  if (config.pools_size() > static_cast<int>(ActorId::kMaxPool) + 1) {
+    return FieldError("pools", absl::StrCat("at most ", ActorId::kMaxPool + 1, " pools"));
+  }
+  if (!config.default_pool().empty()) {
+    const bool known =
+        config.pools_size() == 0
+            ? (config.default_pool() == "System" || config.default_pool() == "User" ||
+               config.default_pool() == "Batch" || config.default_pool() == "IC")
+            : names.contains(config.default_pool());
+    if (!known) {
+      return FieldError("default_pool",
+                        absl::StrCat("unknown pool \"", config.default_pool(), "\""));
+    }
+  }
+  if (config.scheduler().has_resolution_us()) {
+    if (absl::Status s = CheckRange<uint64_t>("scheduler.resolution_us",
+                                              config.scheduler().resolution_us(), 50, 1'000'000);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (!config.log().level().empty()) {
+    LogLevel level;
+    if (absl::Status s = ParseLogLevel(config.log().level(), &level); !s.ok()) {
+      return FieldError("log.level", s.message());
+    }
+  }
+  if (config.has_max_mailboxes()) {
+    if (absl::Status s =
+            CheckRange<uint32_t>("max_mailboxes", config.max_mailboxes(), 4096, 268'435'456);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (config.has_max_services()) {
+    if (absl::Status s = CheckRange<uint32_t>("max_services", config.max_services(), 16, 1'048'576);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
+  proto::ActorSystemConfig full = config;
+  if (!full.has_node_id()) {
+    full.set_node_id(1);
+  }
+  if (full.pools_size() == 0) {
+    const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+    *full.add_pools() = DefaultPool("System", 1);
+    *full.add_pools() = DefaultPool("User", cores);
+    *full.add_pools() = DefaultPool("Batch", 1);
+    *full.add_pools() = DefaultPool("IC", 1);
+  }
+  for (proto::PoolConfig& pool : *full.mutable_pools()) {
+    if (!pool.has_threads()) {
+      pool.set_threads(1);
+    }
+    if (!pool.has_spin_time_us()) {
+      pool.set_spin_time_us(20);
+    }
+    if (!pool.has_max_events_per_activation()) {
+      pool.set_max_events_per_activation(100);
+    }
+    if (!pool.has_max_activation_time_us()) {
+      pool.set_max_activation_time_us(10'000);
+    }
+    if (pool.default_mailbox() == proto::MAILBOX_KIND_UNSPECIFIED) {
+      pool.set_default_mailbox(proto::MAILBOX_KIND_LOCK_FREE);
+    }
+  }
+  if (full.default_pool().empty()) {
+    full.set_default_pool(full.pools(0).name());
+    for (const proto::PoolConfig& pool : full.pools()) {
+      if (pool.name() == "User") {
+        full.set_default_pool("User");
+      }
+    }
+  }
+  if (!full.scheduler().has_resolution_us()) {
+    full.mutable_scheduler()->set_resolution_us(1000);
+  }
+  if (full.log().level().empty()) {
+    full.mutable_log()->set_level("info");
+  }
+  if (!full.has_max_mailboxes()) {
+    full.set_max_mailboxes(16'777'216);
+  }
+  if (!full.has_max_services()) {
+    full.set_max_services(4096);
+  }
+  return full;
+}
+
+}  // namespace troupe

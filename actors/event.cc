@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "actors/event.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include "actors/events.h"
+
+namespace troupe {
+
+std::string EventBase::ToString() const { return absl::StrFormat("event 0x%08x", Type()); }
+
+EventHandle::EventHandle(ActorId recipient, ActorId sender, std::unique_ptr<EventBase> event,
+                         uint32_t flags, uint64_t cookie, ActorId forward_to, uint64_t trace_id)
+    : type_(event->Type()),
+      flags_(flags),
+      recipient_(recipient),
+      sender_(sender),
+      forward_to_(forward_to),
+      cookie_(cookie),
+      trace_id_(trace_id),
+      event_(std::move(event)) {}
+
+EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, std::string bytes,
+                         uint32_t flags, uint64_t cookie, ActorId forward_to, uint64_t trace_id)
+    : type_(type),
+      flags_(flags),
+      recipient_(recipient),
+      sender_(sender),
+      forward_to_(forward_to),
+      cookie_(cookie),
+      trace_id_(trace_id),
+      bytes_(std::make_unique<std::string>(std::move(bytes))) {}
+
+EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, uint32_t flags,
+                         uint64_t cookie)
+    : type_(type),
+      flags_(flags),
+      recipient_(recipient),
+      sender_(sender),
+      cookie_(cookie),
+      trace_id_(0) {}
+
+EventHandle::~EventHandle() = default;
+
+absl::Status EventHandle::Serialize() {
+  if (bytes_ != nullptr) {
+    return absl::OkStatus();
+  }
+  if (event_ == nullptr || !event_->IsSerializable()) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("event 0x%08x is local and cannot be serialized", type_));
+  }
+  auto bytes = std::make_unique<std::string>();
+  if (!event_->SerializeToString(bytes.get())) {
+    return absl::InternalError(absl::StrFormat("event 0x%08x failed to serialize", type_));
+  }
+  bytes_ = std::move(bytes);
+  event_.reset();
+  return absl::OkStatus();
+}
+
+std::string EventHandle::ToString() const {
+  return absl::StrFormat("event 0x%08x from %s to %s cookie %u", type_, sender_.ToString(),
+                         recipient_.ToString(), cookie_);
+}
+
+std::string_view UndeliveredReasonName(UndeliveredReason reason) {
+  switch (reason) {
+    case UndeliveredReason::kActorNotFound:
+      return "actor-not-found";
+    case UndeliveredReason::kUnknownService:
+      return "unknown-service";
+    case UndeliveredReason::kNoRoute:
+      return "no-route";
+    case UndeliveredReason::kDisconnected:
+      return "disconnected";
+    case UndeliveredReason::kTooLarge:
+      return "too-large";
+    case UndeliveredReason::kParseError:
+      return "parse-error";
+    case UndeliveredReason::kShutdown:
+      return "shutdown";
+  }
+  return "unknown";
+}
+
+std::string EvUndelivered::ToString() const {
+  return absl::StrFormat("undelivered(%s, source 0x%08x, cookie %u%s)",
+                         UndeliveredReasonName(reason), source_type, cookie,
+                         unsure ? ", unsure" : "");
+}
+
+}  // namespace troupe

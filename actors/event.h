@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Events and event handles.
+//
+// An event is an object derived from `EventBase` with a `uint32` type. Components reserve spaces of
+// 65,536 types (`EventSpaceBegin(space)`) and check at compile time that they stay inside them:
+//
+//   enum : troupe::EventType {
+//     kEvPing = troupe::EventSpaceBegin(troupe::kUserEventSpace),
+//     kEvPong,
+//     kEvEnd,
+//   };
+//   static_assert(troupe::InEventSpace(kEvEnd - 1, troupe::kUserEventSpace));
+//
+//   struct EvPing : troupe::EventLocal<EvPing, kEvPing> { int seq = 0; };       // never leaves
+//   node struct EvPong : troupe::EventPB<EvPong, my::Pong, kEvPong> {};               // protobuf
+//   body
+//
+// An `EventHandle` is the envelope: type, flags, recipient, sender, cookie, forward target and
+// trace id, plus either the event object or its serialized bytes. Within one node an event is
+// moved, never copied or serialized. An `EventPB` crossing nodes is serialized once; on arrival the
+// handle keeps the bytes and `Get<E>()` parses them when a handler first asks.
+//
+// Thread-safety: handles and events are thread-compatible; ownership passes with the handle.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "absl/status/status.h"
+
+#include "actors/actor_id.h"
+#include "actors/internal/mailbox_node.h"
+
+namespace troupe {
+
+using EventType = uint32_t;
+
+inline constexpr uint32_t kEventSpaceBits = 16;
+inline constexpr uint32_t kEventSpaceSize = 1u << kEventSpaceBits;
+
+// Well-known event spaces. User code starts at kUserEventSpace and may use any space above it.
+inline constexpr uint32_t kSystemEventSpace = 0;
+inline constexpr uint32_t kInterconnectEventSpace = 1;
+inline constexpr uint32_t kTestingEventSpace = 2;
+inline constexpr uint32_t kUserEventSpace = 256;
+
+// Returns the first event type of `space` (space < 65536).
+constexpr EventType EventSpaceBegin(uint32_t space) { return space << kEventSpaceBits; }
+
+// Returns true when `type` lies inside `space`.
+constexpr bool InEventSpace(EventType type, uint32_t space) {
+  return (type >> kEventSpaceBits) == space;
+}
+
+// -- events ----------------------------------------------------------------------------------
+
+// Base of every event object.
+class EventBase {
+ public:
+  EventBase() = default;
+  virtual ~EventBase() = default;
+  EventBase(const EventBase&) = delete;
+  EventBase& operator=(const EventBase&) = delete;
+
+  // Returns the event type.
+  virtual EventType Type() const = 0;
+  // Returns true when the event can cross nodes (EventPB).
+  virtual bool IsSerializable() const { return false; }
+  // Appends the wire form to `out`; returns false for local events or on serialization failure.
+  virtual bool SerializeToString(std::string* /*out*/) const { return false; }
+  // Returns a short human-readable description for logs.
+  virtual std::string ToString() const;
+};
+
+// A local event: never serialized, never leaves its node.
+template <typename Derived, EventType kType>
+class EventLocal : public EventBase {
+ public:
+  static constexpr EventType kEventType = kType;
+  EventType Type() const final { return kType; }
+};
+
+// An event whose body is the protobuf message `record`. Serialized only when it crosses nodes.
+template <typename Derived, typename ProtoMessage, EventType kType>
+class EventPB : public EventBase {
+ public:
+  static constexpr EventType kEventType = kType;
+  using Proto = ProtoMessage;
+
+  EventPB() = default;
+  explicit EventPB(ProtoMessage message) : record(std::move(message)) {}
+
+  EventType Type() const final { return kType; }
+  bool IsSerializable() const final { return true; }
+  bool SerializeToString(std::string* out) const final { return record.AppendToString(out); }
+  std::string ToString() const override { return record.ShortDebugString(); }
+
+  // Parses a received body; returns nullptr when `bytes` is not a valid message.
+  static std::unique_ptr<Derived> Load(std::string_view bytes) {
+    auto event = std::make_unique<Derived>();
+    if (!event->record.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return nullptr;
+    }
+    return event;
+  }
+
+  ProtoMessage record;
+};
+
+// -- handles ---------------------------------------------------------------------------------
+
+// Delivery flags of a handle (bitwise-or them).
+enum EventFlags : uint32_t {
+  kNoFlags = 0,
+  // The sender receives `EvUndelivered` when the event cannot be delivered.
+  kTrackDelivery = 1u << 0,
+  // An undeliverable event goes to the handle's forward target instead.
+  kForwardOnNondelivery = 1u << 1,
+  // The sender is told when the session to the recipient's node connects and disconnects.
+  kSubscribeOnSession = 1u << 2,
+  // On session loss, an event whose fate is unknown is reported as unsure-undelivered.
+  kGenerateUnsureUndelivered = 1u << 3,
+};
+
+class EventHandle;
+using EventHandlePtr = std::unique_ptr<EventHandle>;
+
+// The envelope of one event. Owns the event object or its serialized bytes.
+class EventHandle : public internal::MailboxNode {
+ public:
+  // Wraps a live event object (must not be null).
+  EventHandle(ActorId recipient, ActorId sender, std::unique_ptr<EventBase> event,
+              uint32_t flags = kNoFlags, uint64_t cookie = 0, ActorId forward_to = {},
+              uint64_t trace_id = 0);
+  // Wraps serialized bytes of an event of `type` (as received from another node).
+  EventHandle(EventType type, ActorId recipient, ActorId sender, std::string bytes,
+              uint32_t flags = kNoFlags, uint64_t cookie = 0, ActorId forward_to = {},
+              uint64_t trace_id = 0);
+  // Makes a handle of `type` with no body (system signals such as Bootstrap).
+  EventHandle(EventType type, ActorId recipient, ActorId sender, uint32_t flags, uint64_t cookie);
+  ~EventHandle();
+  EventHandle(const EventHandle&) = delete;
+  EventHandle& operator=(const EventHandle&) = delete;
+
+  // -- envelope ------------------------------------------------------------------------------
+
+  EventType type() const { return type_; }
+  uint32_t flags() const { return flags_; }
+  bool HasFlag(EventFlags flag) const { return (flags_ & flag) != 0; }
+  const ActorId& recipient() const { return recipient_; }
+  const ActorId& sender() const { return sender_; }
+  uint64_t cookie() const { return cookie_; }
+  const ActorId& forward_to() const { return forward_to_; }
+  uint64_t trace_id() const { return trace_id_; }
+
+  // Points the handle at a new recipient (service rewrite, forwarding).
+  void set_recipient(ActorId recipient) { recipient_ = recipient; }
+  void set_flags(uint32_t flags) { flags_ = flags; }
+
+  // -- body ----------------------------------------------------------------------------------
+
+  // Returns true when the handle carries a live event object.
+  bool HasEvent() const { return event_ != nullptr; }
+  // Returns true when the handle carries serialized bytes not yet parsed.
+  bool HasBytes() const { return bytes_ != nullptr; }
+  // Returns the live event object or nullptr (serialized or bodyless handle).
+  EventBase* GetBase() const { return event_.get(); }
+
+  // Returns the event as `E`, parsing serialized bytes on first use. Returns nullptr when the type
+  // does not match, the handle has no body, or the bytes do not parse (then the bytes are kept).
+  template <typename E>
+  E* Get();
+
+  // Takes the event object out of the handle (parsing first when needed); nullptr as for Get.
+  template <typename E>
+  std::unique_ptr<E> Release() {
+    if (Get<E>() == nullptr) {
+      return nullptr;
+    }
+    return std::unique_ptr<E>(static_cast<E*>(event_.release()));
+  }
+  // Takes the event object out of the handle, whatever its type.
+  std::unique_ptr<EventBase> ReleaseBase() { return std::move(event_); }
+
+  // Converts a live serializable event into its bytes (what the interconnect sends). Returns
+  // kFailedPrecondition for a local event and kInternal when protobuf serialization fails.
+  absl::Status Serialize();
+  // Returns the serialized bytes (empty when the handle holds no bytes).
+  std::string_view bytes() const { return bytes_ ? std::string_view(*bytes_) : std::string_view(); }
+
+  // Returns "type 0x... from ... to ..." for logs.
+  std::string ToString() const;
+
+ private:
+  EventType type_;
+  uint32_t flags_;
+  ActorId recipient_;
+  ActorId sender_;
+  ActorId forward_to_;
+  uint64_t cookie_;
+  uint64_t trace_id_;
+  std::unique_ptr<EventBase> event_;
+  std::unique_ptr<std::string> bytes_;
+};
+
+// A handler's typed view of the handle being handled: `ev->sender()`, `ev.Get()->field`.
+// Valid during the handler call only; `Release()` takes ownership of the whole handle.
+template <typename E>
+class EventPtr {
+ public:
+  explicit EventPtr(EventHandlePtr& handle) : handle_(handle) {}
+
+  EventHandle* operator->() const { return handle_.get(); }
+  // Returns the typed event (already parsed by the dispatcher; never null inside a handler).
+  E* Get() const { return handle_->template Get<E>(); }
+  // Takes the handle out (e.g. to keep or forward it); the handler must not use `this` after.
+  EventHandlePtr Release() const { return std::move(handle_); }
+
+ private:
+  EventHandlePtr& handle_;
+};
+
+// -- implementation ---------------------------------------------------------------------------
+
+namespace internal {
+template <typename E, typename = void>
+struct HasLoad : std::false_type {};
+template <typename E>
+struct HasLoad<E, std::void_t<decltype(E::Load(std::string_view()))>> : std::true_type {};
+}  // namespace internal
+
+template <typename E>
+E* EventHandle::Get() {
+  if (type_ != E::kEventType) {
+    return nullptr;
+  }
+  if (event_ != nullptr) {
+    return static_cast<E*>(event_.get());
+  }
+  if constexpr (internal::HasLoad<E>::value) {
+    if (bytes_ != nullptr) {
+      std::unique_ptr<E> parsed = E::Load(*bytes_);
+      if (parsed == nullptr) {
+        return nullptr;
+      }
+      E* raw = parsed.get();
+      event_ = std::move(parsed);
+      bytes_.reset();
+      return raw;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace troupe

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// System events (event space 0): Bootstrap, Poison, Wakeup, Undelivered.
+//
+// - `EvBootstrap` is the first event of every actor; the runtime turns it into a call to
+//   `Actor::Bootstrap()`, no state function sees it.
+// - `EvPoison` asks an actor to end; `Actor::Unhandled` ends the actor when its state function does
+//   not handle poison itself. It is a protobuf event, so it can be sent across nodes.
+// - `EvWakeup{tag}` is what `Actor::ScheduleWakeup` delivers.
+// - `EvUndelivered{reason, source_type, cookie, unsure}` goes back to a sender that asked for
+//   `kTrackDelivery` when its event could not be delivered; `cookie` is the lost event's cookie.
+//
+// Thread-safety: value types; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "actors/event.h"
+#include "proto/events.pb.h"
+
+namespace troupe {
+
+enum SystemEventType : EventType {
+  kEvBootstrap = EventSpaceBegin(kSystemEventSpace) + 1,
+  kEvPoison,
+  kEvWakeup,
+  kEvUndelivered,
+  kEvSystemEnd,
+};
+static_assert(InEventSpace(kEvSystemEnd - 1, kSystemEventSpace), "system events overflow");
+
+// Why an event was not delivered.
+enum class UndeliveredReason : uint32_t {
+  // The recipient actor is dead or never existed.
+  kActorNotFound = 1,
+  // The recipient is a service id that no actor is registered for.
+  kUnknownService = 2,
+  // The recipient's node is not known or no route to it exists.
+  kNoRoute = 3,
+  // The session to the recipient's node died before the event was sent (or, if unsure, acked).
+  kDisconnected = 4,
+  // The event is larger than the configured maximum.
+  kTooLarge = 5,
+  // The event's bytes did not parse on the receiving side.
+  kParseError = 6,
+  // The actor system is stopping.
+  kShutdown = 7,
+};
+
+// Returns "actor-not-found", "unknown-service", ...
+std::string_view UndeliveredReasonName(UndeliveredReason reason);
+
+struct EvBootstrap final : EventLocal<EvBootstrap, kEvBootstrap> {};
+
+struct EvPoison final : EventPB<EvPoison, proto::Poison, kEvPoison> {};
+
+struct EvWakeup final : EventLocal<EvWakeup, kEvWakeup> {
+  explicit EvWakeup(uint64_t tag_value = 0) : tag(tag_value) {}
+  uint64_t tag;
+};
+
+struct EvUndelivered final : EventLocal<EvUndelivered, kEvUndelivered> {
+  EvUndelivered(UndeliveredReason reason_value, EventType source_type_value, uint64_t cookie_value,
+                bool unsure_value = false)
+      : reason(reason_value),
+        source_type(source_type_value),
+        cookie(cookie_value),
+        unsure(unsure_value) {}
+  std::string ToString() const override;
+
+  UndeliveredReason reason;
+  EventType source_type;
+  uint64_t cookie;
+  // True when the event may or may not have been handled (session died with it in flight).
+  bool unsure;
+};
+
+}  // namespace troupe

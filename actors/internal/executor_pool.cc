@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "actors/internal/executor_pool.h"
+
+#include <pthread.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+
+#include "actors/internal/runtime.h"
+
+namespace troupe::internal {
+namespace {
+
+thread_local WorkerContext* tls_worker = nullptr;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+WorkerContext* CurrentWorker() { return tls_worker; }
+
+ExecutorPool::ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settings)
+    : runtime_(runtime), index_(index), settings_(std::move(settings)) {}
+
+ExecutorPool::~ExecutorPool() { Stop(); }
+
+void ExecutorPool::Start() {
+  contexts_.reserve(settings_.threads);
+  threads_.reserve(settings_.threads);
+  for (uint32_t i = 0; i < settings_.threads; ++i) {
+    contexts_.push_back(std::make_unique<WorkerContext>());
+    contexts_.back()->pool = this;
+  }
+  for (uint32_t i = 0; i < settings_.threads; ++i) {
+    threads_.emplace_back([this, i] { WorkerLoop(contexts_[i].get(), i); });
+  }
+}
+
+void ExecutorPool::Stop() {
+  if (threads_.empty()) {
+    return;
+  }
+  stopping_.store(true, std::memory_order_seq_cst);
+  wake_.release(static_cast<std::ptrdiff_t>(threads_.size()));
+  for (auto& thread : threads_) {
+    thread.join();
+  }
+  threads_.clear();
+  // Mailboxes left in run-next slots are still scheduled; keep them findable for the final drain.
+  for (auto& context : contexts_) {
+    if (context->run_next != nullptr) {
+      Enqueue(context->run_next);
+      context->run_next = nullptr;
+    }
+  }
+}
+
+void ExecutorPool::Schedule(Mailbox* mailbox) {
+  WorkerContext* context = tls_worker;
+  if (context != nullptr && context->pool == this && !stopping_.load(std::memory_order_relaxed)) {
+    Mailbox* displaced = context->run_next;
+    context->run_next = mailbox;
+    if (displaced == nullptr) {
+      return;
+    }
+    mailbox = displaced;
+  }
+  Enqueue(mailbox);
+  WakeOne();
+}
+
+void ExecutorPool::Enqueue(Mailbox* mailbox) {
+  mailbox->next_ready = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (tail_ == nullptr) {
+      head_ = mailbox;
+    } else {
+      tail_->next_ready = mailbox;
+    }
+    tail_ = mailbox;
+  }
+  // seq_cst: published before WakeOne reads sleepers_ (pairs with the worker's park sequence).
+  queued_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+Mailbox* ExecutorPool::Dequeue() {
+  if (queued_.load(std::memory_order_relaxed) <= 0) {
+    return nullptr;
+  }
+  absl::MutexLock lock(&mu_);
+  Mailbox* mailbox = head_;
+  if (mailbox == nullptr) {
+    return nullptr;
+  }
+  head_ = mailbox->next_ready;
+  if (head_ == nullptr) {
+    tail_ = nullptr;
+  }
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+  return mailbox;
+}
+
+bool ExecutorPool::TryCancelSleep() {
+  int32_t sleepers = sleepers_.load(std::memory_order_seq_cst);
+  while (sleepers > 0) {
+    if (sleepers_.compare_exchange_weak(sleepers, sleepers - 1, std::memory_order_seq_cst)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void ExecutorPool::WakeOne() {
+  // Each successful decrement owes exactly one semaphore token to a parked (or parking) worker.
+  if (sleepers_.load(std::memory_order_seq_cst) > 0 && TryCancelSleep()) {
+    wake_.release();
+  }
+}
+
+void ExecutorPool::WorkerLoop(WorkerContext* context, uint32_t worker) {
+  tls_worker = context;
+  const std::string thread_name = absl::StrCat(settings_.name.substr(0, 9), ":", worker);
+  pthread_setname_np(pthread_self(), thread_name.c_str());
+  const auto spin = absl::ToChronoNanoseconds(settings_.spin_time);
+  uint32_t streak = 0;
+  while (true) {
+    Mailbox* mailbox = nullptr;
+    if (context->run_next != nullptr &&
+        (streak < kMaxRunNextStreak || queued_.load(std::memory_order_relaxed) <= 0)) {
+      mailbox = context->run_next;
+      context->run_next = nullptr;
+      ++streak;
+    } else {
+      mailbox = Dequeue();
+      if (mailbox != nullptr) {
+        streak = 0;
+        if (context->run_next != nullptr) {
+          // The streak ran out: let the slot occupant queue behind what waited.
+          Enqueue(context->run_next);
+          context->run_next = nullptr;
+        }
+      } else if (context->run_next != nullptr) {
+        mailbox = context->run_next;
+        context->run_next = nullptr;
+      }
+    }
+    if (mailbox != nullptr) {
+      Run(context, mailbox);
+      continue;
+    }
+    if (stopping_.load(std::memory_order_acquire)) {
+      break;
+    }
+    // Spin, then park.
+    const auto spin_until = std::chrono::steady_clock::now() + spin;
+    bool found = false;
+    while (std::chrono::steady_clock::now() < spin_until) {
+      if (queued_.load(std::memory_order_relaxed) > 0 ||
+          stopping_.load(std::memory_order_relaxed)) {
+        found = true;
+        break;
+      }
+      for (int i = 0; i < 16; ++i) {
+        CpuRelax();
+      }
+    }
+    if (found) {
+      continue;
+    }
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if (queued_.load(std::memory_order_seq_cst) > 0 || stopping_.load(std::memory_order_seq_cst)) {
+      if (TryCancelSleep()) {
+        continue;
+      }
+      // A producer already took our sleeper slot and owes us a token: consume it.
+    }
+    context->parks.store(context->parks.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+    wake_.acquire();
+  }
+  tls_worker = nullptr;
+}
+
+void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
+  context->current = mailbox;
+  context->activations.store(context->activations.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+  const auto start = std::chrono::steady_clock::now();
+  const auto max_time = absl::ToChronoNanoseconds(settings_.max_time);
+  uint32_t handled = 0;
+  bool retried = false;
+  while (true) {
+    EventHandle* ev = mailbox->Pop();
+    if (ev == nullptr) {
+      if (mailbox->TryIdle()) {
+        break;
+      }
+      if (retried) {
+        // A writer is mid-push (exchanged, not yet linked). Yield the thread rather than spin.
+        Enqueue(mailbox);
+        WakeOne();
+        break;
+      }
+      retried = true;
+      continue;
+    }
+    retried = false;
+    runtime_->Dispatch(mailbox, EventHandlePtr(ev));
+    ++handled;
+    if (handled >= settings_.max_events ||
+        ((handled & 7) == 0 && std::chrono::steady_clock::now() - start >= max_time)) {
+      context->budget_preemptions.store(
+          context->budget_preemptions.load(std::memory_order_relaxed) + 1,
+          std::memory_order_relaxed);
+      Enqueue(mailbox);
+      WakeOne();
+      break;
+    }
+  }
+  context->events.store(context->events.load(std::memory_order_relaxed) + handled,
+                        std::memory_order_relaxed);
+  context->current = nullptr;
+}
+
+PoolStats ExecutorPool::Stats() const {
+  PoolStats stats;
+  for (const auto& context : contexts_) {
+    stats.events += context->events.load(std::memory_order_relaxed);
+    stats.activations += context->activations.load(std::memory_order_relaxed);
+    stats.budget_preemptions += context->budget_preemptions.load(std::memory_order_relaxed);
+    stats.parks += context->parks.load(std::memory_order_relaxed);
+  }
+  return stats;
+}
+
+}  // namespace troupe::internal

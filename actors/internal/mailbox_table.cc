@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "actors/internal/mailbox_table.h"
+
+#include <algorithm>
+
+#include "actors/check.h"
+
+namespace troupe::internal {
+
+MailboxTable::MailboxTable(uint32_t max_mailboxes)
+    : max_mailboxes_(std::min<uint64_t>(max_mailboxes, uint64_t{kChunkSize} * kMaxChunks - 1)),
+      chunks_(new std::atomic<Mailbox*>[kMaxChunks]) {
+  for (uint32_t i = 0; i < kMaxChunks; ++i) {
+    chunks_[i].store(nullptr, std::memory_order_relaxed);
+  }
+}
+
+MailboxTable::~MailboxTable() {
+  for (uint32_t i = 0; i < kMaxChunks; ++i) {
+    delete[] chunks_[i].load(std::memory_order_relaxed);
+  }
+}
+
+std::pair<Mailbox*, uint32_t> MailboxTable::Allocate() {
+  absl::MutexLock lock(&mu_);
+  // A freed mailbox may still be running (a worker reporting stale events as undelivered); skip it
+  // and retry later rather than wait.
+  for (size_t tries = 0; tries < 4 && !free_.empty(); ++tries) {
+    const uint32_t hint = free_.back();
+    free_.pop_back();
+    Mailbox* mailbox = Get(hint);
+    if (mailbox->TryLock()) {
+      ++allocated_;
+      return {mailbox, hint};
+    }
+    free_.push_front(hint);
+  }
+  const uint32_t hint = next_hint_.load(std::memory_order_relaxed);
+  if (hint > max_mailboxes_) {
+    return {nullptr, 0};
+  }
+  const uint32_t chunk = hint >> kChunkBits;
+  if (chunks_[chunk].load(std::memory_order_relaxed) == nullptr) {
+    // release: pairs with the acquire in Get; readers see constructed mailboxes.
+    chunks_[chunk].store(new Mailbox[kChunkSize], std::memory_order_release);
+  }
+  // Lock the mailbox before publishing its hint: no sender can reach it yet, so this cannot fail.
+  Mailbox* mailbox = chunks_[chunk].load(std::memory_order_relaxed) + (hint & (kChunkSize - 1));
+  TROUPE_CHECK(mailbox->TryLock()) << "fresh mailbox " << hint << " is not idle";
+  next_hint_.store(hint + 1, std::memory_order_release);
+  ++allocated_;
+  return {mailbox, hint};
+}
+
+void MailboxTable::Free(uint32_t hint) {
+  absl::MutexLock lock(&mu_);
+  free_.push_back(hint);
+  --allocated_;
+}
+
+uint64_t MailboxTable::LiveCount() const {
+  absl::MutexLock lock(&mu_);
+  return allocated_;
+}
+
+}  // namespace troupe::internal

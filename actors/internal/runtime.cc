@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "actors/internal/runtime.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+
+#include "actors/log.h"
+
+namespace troupe::internal {
+
+Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config)
+    : system_(system),
+      config_(std::move(config)),
+      node_id_(config_.node_id()),
+      mailboxes_(config_.max_mailboxes()),
+      services_(config_.max_services()),
+      next_local_id_(static_cast<uint64_t>(absl::GetCurrentTimeNanos())) {
+  for (int i = 0; i < config_.pools_size(); ++i) {
+    const proto::PoolConfig& pool = config_.pools(i);
+    PoolSettings settings;
+    settings.name = pool.name();
+    settings.threads = pool.threads();
+    settings.spin_time = absl::Microseconds(static_cast<int64_t>(pool.spin_time_us()));
+    settings.max_events = pool.max_events_per_activation();
+    settings.max_time = absl::Microseconds(static_cast<int64_t>(pool.max_activation_time_us()));
+    pools_.push_back(std::make_unique<ExecutorPool>(this, static_cast<uint32_t>(i), settings));
+    if (pool.name() == config_.default_pool()) {
+      default_pool_ = static_cast<uint32_t>(i);
+    }
+  }
+  scheduler_ = std::make_unique<Scheduler>(
+      this, absl::Microseconds(static_cast<int64_t>(config_.scheduler().resolution_us())));
+}
+
+Runtime::~Runtime() { Stop(); }
+
+void Runtime::Start() {
+  for (auto& pool : pools_) {
+    pool->Start();
+  }
+  scheduler_->Start();
+}
+
+void Runtime::Stop() {
+  if (stopped_.exchange(true, std::memory_order_acq_rel)) {
+    return;
+  }
+  scheduler_->Stop();
+  for (auto& pool : pools_) {
+    pool->Stop();
+  }
+  // No worker runs now: this thread owns every mailbox. Destructors may still send; those events
+  // are queued and freed below with the rest.
+  const uint32_t high = mailboxes_.HighWater();
+  for (uint32_t hint = 1; hint < high; ++hint) {
+    Mailbox* mailbox = mailboxes_.Get(hint);
+    while (Actor* actor = mailbox->first_actor()) {
+      mailbox->DetachActor(actor);
+      delete actor;
+    }
+  }
+  FreeAllQueued();
+}
+
+void Runtime::FreeAllQueued() {
+  const uint32_t high = mailboxes_.HighWater();
+  for (uint32_t hint = 1; hint < high; ++hint) {
+    Mailbox* mailbox = mailboxes_.Get(hint);
+    while (EventHandle* ev = mailbox->Pop()) {
+      delete ev;
+    }
+  }
+}
+
+absl::StatusOr<uint32_t> Runtime::PoolIndex(std::string_view name) const {
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    if (pools_[i]->settings().name == name) {
+      return static_cast<uint32_t>(i);
+    }
+  }
+  return absl::NotFoundError(
+      absl::StrCat("unknown pool \"", absl::string_view(name.data(), name.size()), "\""));
+}
+
+// -- delivery -----------------------------------------------------------------------------------
+
+void Runtime::Send(EventHandlePtr ev) {
+  ActorId recipient = ev->recipient();
+  if (!IsLocal(recipient)) {
+    Undeliverable(std::move(ev), UndeliveredReason::kNoRoute);
+    return;
+  }
+  if (recipient.IsService()) {
+    recipient = services_.Lookup(recipient);
+    if (recipient.IsEmpty()) {
+      Undeliverable(std::move(ev), UndeliveredReason::kUnknownService);
+      return;
+    }
+    ev->set_recipient(recipient);
+  }
+  Mailbox* mailbox = mailboxes_.Get(recipient.hint());
+  if (mailbox == nullptr) {
+    Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
+    return;
+  }
+  if (mailbox->Push(ev.release())) {
+    pools_[mailbox->pool()]->Schedule(mailbox);
+  }
+}
+
+void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason) {
+  if (ev->HasFlag(kForwardOnNondelivery) && !ev->forward_to().IsEmpty()) {
+    // Forward once: the forwarded event keeps tracking but cannot be forwarded again.
+    ev->set_recipient(ev->forward_to());
+    ev->set_flags(ev->flags() & ~kForwardOnNondelivery);
+    Send(std::move(ev));
+    return;
+  }
+  if (ev->HasFlag(kTrackDelivery) && !ev->sender().IsEmpty() && !stopped()) {
+    TROUPE_LOG(kDebug, kActors) << "undelivered (" << UndeliveredReasonName(reason)
+                                << "): " << ev->ToString();
+    Send(std::make_unique<EventHandle>(
+        ev->sender(), ev->recipient(),
+        std::make_unique<EvUndelivered>(reason, ev->type(), ev->cookie()), kNoFlags, ev->cookie()));
+    return;
+  }
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  TROUPE_LOG(kDebug, kActors) << "dropped (" << UndeliveredReasonName(reason)
+                              << "): " << ev->ToString();
+}
+
+void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev) {
+  Actor* actor = mailbox->FindActor(ev->recipient().local_id());
+  if (actor == nullptr) {
+    Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
+    return;
+  }
+  const EventType type = ev->type();
+  try {
+    if (type == kEvBootstrap && !actor->bootstrapped_) {
+      actor->bootstrapped_ = true;
+      actor->Bootstrap();
+    } else {
+      (actor->*(actor->state_))(ev);
+    }
+  } catch (const std::exception& e) {
+    TROUPE_LOG(kError, kActors) << absl::StrFormat(
+        "actor %s ended: exception from handler of event 0x%08x: %s", actor->self_.ToString(), type,
+        e.what());
+    failed_actors_.fetch_add(1, std::memory_order_relaxed);
+    actor->passed_away_ = true;
+  } catch (...) {
+    TROUPE_LOG(kError, kActors) << absl::StrFormat(
+        "actor %s ended: non-standard exception from handler of event 0x%08x",
+        actor->self_.ToString(), type);
+    failed_actors_.fetch_add(1, std::memory_order_relaxed);
+    actor->passed_away_ = true;
+  }
+  if (actor->passed_away_) {
+    Destroy(mailbox, actor);
+  }
+}
+
+// -- actors -------------------------------------------------------------------------------------
+
+void Runtime::Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hint) {
+  actor->system_ = system_;
+  actor->mailbox_ = mailbox;
+  actor->self_ =
+      ActorId(node_id_, pool, next_local_id_.fetch_add(1, std::memory_order_relaxed), hint);
+  mailbox->AttachActor(actor);
+  // The caller owns the mailbox (kScheduled), so this push never activates it.
+  mailbox->Push(new EventHandle(kEvBootstrap, actor->self_, actor->self_, kNoFlags, 0));
+}
+
+ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& options) {
+  const uint32_t pool = options.pool.value_or(default_pool_);
+  if (pool >= pools_.size()) {
+    TROUPE_LOG(kError, kActors) << "Register: pool index " << pool << " does not exist ("
+                                << pools_.size() << " pools); actor not registered";
+    return ActorId();
+  }
+  if (stopped()) {
+    return ActorId();
+  }
+  auto [mailbox, hint] = mailboxes_.Allocate();
+  if (mailbox == nullptr) {
+    TROUPE_LOG(kError, kActors) << "Register: mailbox table is full (" << config_.max_mailboxes()
+                                << " mailboxes; raise max_mailboxes); actor not registered";
+    return ActorId();
+  }
+  mailbox->set_pool(pool);
+  Actor* raw = actor.release();
+  Attach(mailbox, raw, pool, hint);
+  const ActorId self = raw->self_;
+  pools_[pool]->Schedule(mailbox);
+  return self;
+}
+
+ActorId Runtime::RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> actor) {
+  Mailbox* mailbox = owner->mailbox_;
+  Actor* raw = actor.release();
+  Attach(mailbox, raw, mailbox->pool(), owner->self_.hint());
+  return raw->self_;
+}
+
+void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
+  const uint32_t hint = actor->self_.hint();
+  mailbox->DetachActor(actor);
+  delete actor;
+  if (!mailbox->HasActors()) {
+    // Events still queued reach Dispatch, find no actor and are reported undelivered; the mailbox
+    // stays kScheduled until this worker lets it go, so Allocate cannot reuse it before that.
+    mailboxes_.Free(hint);
+  }
+}
+
+}  // namespace troupe::internal

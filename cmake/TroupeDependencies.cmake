@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: Apache-2.0
+# Dependencies, all from Debian 12 packages (scripts/setup.sh installs them).
+find_package(Threads REQUIRED)
+find_package(absl REQUIRED)
+find_package(Protobuf REQUIRED)
+
+if(TROUPE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(TROUPE_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()
+
+# Standalone Asio is header-only and ships no CMake config: wrap it in an imported target.
+find_path(TROUPE_ASIO_INCLUDE_DIR asio.hpp)
+if(TROUPE_ASIO_INCLUDE_DIR AND NOT TARGET troupe_asio)
+  add_library(troupe_asio INTERFACE IMPORTED)
+  target_include_directories(troupe_asio INTERFACE "${TROUPE_ASIO_INCLUDE_DIR}")
+  target_compile_definitions(troupe_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+  target_link_libraries(troupe_asio INTERFACE Threads::Threads)
+endif()

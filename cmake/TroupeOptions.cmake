@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: Apache-2.0
+# Build options. Tests, benchmarks and examples default to ON only when Troupe is the top-level
+# project, so a parent project that add_subdirectory()s us builds just the libraries.
+set(_troupe_top OFF)
+if(CMAKE_SOURCE_DIR STREQUAL PROJECT_SOURCE_DIR)
+  set(_troupe_top ON)
+endif()
+
+option(TROUPE_BUILD_TESTS "Build the unit and integration tests" ${_troupe_top})
+option(TROUPE_BUILD_BENCHMARKS "Build the Google Benchmark binaries" ${_troupe_top})
+option(TROUPE_BUILD_EXAMPLES "Build the example programs" ${_troupe_top})
+option(TROUPE_WERROR "Treat warnings as errors" OFF)
+set(TROUPE_SANITIZE "" CACHE STRING "Sanitizers: empty, 'address,undefined' or 'thread'")
+set(TROUPE_LOG_MIN_LEVEL "0" CACHE STRING "Compile-time log floor: 0 trace .. 4 error")
+
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
+endif()
+
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+
+find_program(TROUPE_CCACHE ccache)
+if(TROUPE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${TROUPE_CCACHE}")
+endif()
