@@ -31,7 +31,7 @@ class StderrSink final : public LogSink {
   }
 };
 
-absl::Mutex g_sink_mu(absl::kConstInit);
+troupe::Mutex g_sink_mu(absl::kConstInit);
 LogSink* g_sink ABSL_GUARDED_BY(g_sink_mu) = nullptr;
 
 LogSink& DefaultSink() {
@@ -100,7 +100,7 @@ bool LogEnabled(LogLevel level, LogComponent component) {
 }
 
 LogSink* SetLogSink(LogSink* sink) {
-  absl::MutexLock lock(&g_sink_mu);
+  troupe::MutexLock lock(&g_sink_mu);
   LogSink* previous = g_sink;
   g_sink = sink;
   return previous;
@@ -112,17 +112,17 @@ CapturingLogSink::~CapturingLogSink() { SetLogSink(previous_); }
 
 void CapturingLogSink::Write(LogLevel /*level*/, LogComponent /*component*/,
                              std::string_view line) {
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   lines_.emplace_back(line);
 }
 
 std::vector<std::string> CapturingLogSink::Lines() const {
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   return lines_;
 }
 
 bool CapturingLogSink::Contains(std::string_view needle) const {
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   for (const auto& line : lines_) {
     if (absl::StrContains(line, absl::string_view(needle.data(), needle.size()))) {
       return true;
@@ -146,7 +146,7 @@ LogMessage::LogMessage(LogLevel level, LogComponent component, const char* file,
 
 LogMessage::~LogMessage() {
   const std::string text = stream_.str();
-  absl::MutexLock lock(&g_sink_mu);
+  troupe::MutexLock lock(&g_sink_mu);
   LogSink* sink = g_sink != nullptr ? g_sink : &DefaultSink();
   sink->Write(level_, component_, text);
 }

@@ -26,7 +26,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+
+#include "actors/sync.h"
 
 #ifndef TROUPE_LOG_MIN_LEVEL
 #define TROUPE_LOG_MIN_LEVEL 0
@@ -78,7 +79,7 @@ class CapturingLogSink final : public LogSink {
 
  private:
   LogSink* previous_;
-  mutable absl::Mutex mu_;
+  mutable troupe::Mutex mu_;
   std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
 };
 

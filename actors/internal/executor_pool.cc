@@ -79,7 +79,7 @@ void ExecutorPool::Schedule(Mailbox* mailbox) {
 void ExecutorPool::Enqueue(Mailbox* mailbox) {
   mailbox->next_ready = nullptr;
   {
-    absl::MutexLock lock(&mu_);
+    troupe::MutexLock lock(&mu_);
     if (tail_ == nullptr) {
       head_ = mailbox;
     } else {
@@ -95,7 +95,7 @@ Mailbox* ExecutorPool::Dequeue() {
   if (queued_.load(std::memory_order_relaxed) <= 0) {
     return nullptr;
   }
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   Mailbox* mailbox = head_;
   if (mailbox == nullptr) {
     return nullptr;

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 #include "actors/internal/mailbox.h"
+#include "actors/sync.h"
 
 namespace troupe::internal {
 
@@ -105,7 +105,7 @@ class ExecutorPool {
   const uint32_t index_;
   const PoolSettings settings_;
 
-  absl::Mutex mu_;
+  troupe::Mutex mu_;
   Mailbox* head_ ABSL_GUARDED_BY(mu_) = nullptr;
   Mailbox* tail_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Mirrors the queue length for lock-free "is there work" checks (seq_cst, see header comment).

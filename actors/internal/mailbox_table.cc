@@ -22,7 +22,7 @@ MailboxTable::~MailboxTable() {
 }
 
 std::pair<Mailbox*, uint32_t> MailboxTable::Allocate() {
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   // A freed mailbox may still be running (a worker reporting stale events as undelivered); skip it
   // and retry later rather than wait.
   for (size_t tries = 0; tries < 4 && !free_.empty(); ++tries) {
@@ -53,13 +53,13 @@ std::pair<Mailbox*, uint32_t> MailboxTable::Allocate() {
 }
 
 void MailboxTable::Free(uint32_t hint) {
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   free_.push_back(hint);
   --allocated_;
 }
 
 uint64_t MailboxTable::LiveCount() const {
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   return allocated_;
 }
 

@@ -15,9 +15,9 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 #include "actors/internal/mailbox.h"
+#include "actors/sync.h"
 
 namespace troupe::internal {
 
@@ -62,7 +62,7 @@ class MailboxTable {
  private:
   const uint32_t max_mailboxes_;
   std::unique_ptr<std::atomic<Mailbox*>[]> chunks_;
-  mutable absl::Mutex mu_;
+  mutable troupe::Mutex mu_;
   std::deque<uint32_t> free_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint32_t> next_hint_{1};
   uint64_t allocated_ ABSL_GUARDED_BY(mu_) = 0;

@@ -22,7 +22,7 @@ void Scheduler::Start() {
 void Scheduler::Stop() {
   std::vector<EventHandle*> pending;
   {
-    absl::MutexLock lock(&mu_);
+    troupe::MutexLock lock(&mu_);
     stopping_ = true;
     while (!timers_.empty()) {
       const Timer& timer = timers_.top();
@@ -42,7 +42,7 @@ void Scheduler::Stop() {
 TimerCookie Scheduler::Schedule(absl::Duration delay, EventHandlePtr handle) {
   TimerCookie cookie = TimerCookie::Make();
   const absl::Time deadline = absl::Now() + std::max(delay, absl::ZeroDuration());
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   if (stopping_) {
     cookie.TryFire();
     return cookie;  // `handle` is freed on return
@@ -55,7 +55,7 @@ TimerCookie Scheduler::Schedule(absl::Duration delay, EventHandlePtr handle) {
 }
 
 size_t Scheduler::PendingCount() const {
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   return timers_.size();
 }
 
@@ -63,7 +63,7 @@ void Scheduler::Loop() {
   std::vector<Timer> due;
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      troupe::MutexLock lock(&mu_);
       while (true) {
         if (stopping_) {
           return;

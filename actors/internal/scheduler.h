@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 #include "actors/event.h"
+#include "actors/sync.h"
 #include "actors/timer.h"
 
 namespace troupe::internal {
@@ -61,7 +61,7 @@ class Scheduler {
 
   Runtime* const runtime_;
   const absl::Duration resolution_;
-  mutable absl::Mutex mu_;
+  mutable troupe::Mutex mu_;
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

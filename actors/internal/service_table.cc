@@ -29,7 +29,7 @@ absl::Status ServiceTable::Register(const ActorId& service, const ActorId& actor
                                                    actor.ToString(), " (rewrite-once rule)"));
   }
   const ActorId key = service.WithNode(0);
-  absl::MutexLock lock(&mu_);
+  troupe::MutexLock lock(&mu_);
   size_t slot = SlotOf(key);
   while (true) {
     const Entry* entry = slots_[slot].load(std::memory_order_relaxed);

@@ -17,9 +17,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 
 #include "actors/actor_id.h"
+#include "actors/sync.h"
 
 namespace troupe::internal {
 
@@ -49,7 +49,7 @@ class ServiceTable {
   const uint32_t capacity_;
   const size_t mask_;
   std::unique_ptr<std::atomic<const Entry*>[]> slots_;
-  absl::Mutex mu_;
+  troupe::Mutex mu_;
   uint32_t used_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<const Entry>> entries_ ABSL_GUARDED_BY(mu_);
 };
