@@ -10,7 +10,11 @@ install(TARGETS troupe_proto troupe_actors EXPORT TroupeTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/actors/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actors
         FILES_MATCHING PATTERN "*.h"
+        PATTERN "internal" EXCLUDE
         PATTERN "testing" EXCLUDE)
+# The one internal header public ones include (the intrusive link inside EventHandle).
+install(FILES "${PROJECT_SOURCE_DIR}/actors/internal/mailbox_node.h"
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actors/internal)
 install(FILES ${TROUPE_PROTO_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proto)
 install(FILES ${TROUPE_PROTO_FILES} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proto)
 

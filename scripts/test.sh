@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Installs what is missing, then builds and runs every test in three builds:
+#   release  gcc, Release: unit tests, install/find_package consumer test, benchmark smoke runs
+#   asan     gcc, AddressSanitizer + UndefinedBehaviorSanitizer
+#   tsan     clang, ThreadSanitizer
+# Choose builds with TROUPE_TEST_BUILDS="release tsan" (default: all three). Ends with one line
+# "tests: N passed, M failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+builds=${TROUPE_TEST_BUILDS:-release asan tsan}
+passed=0
+failed=0
+failed_builds=()
+
+for build in $builds; do
+  case "$build" in
+    release)
+      compilers=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++)
+      options=(-DCMAKE_BUILD_TYPE=Release)
+      ;;
+    asan)
+      compilers=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++)
+      options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTROUPE_SANITIZE=address,undefined
+               -DTROUPE_BUILD_BENCHMARKS=OFF)
+      ;;
+    tsan)
+      compilers=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+      options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTROUPE_SANITIZE=thread
+               -DTROUPE_BUILD_BENCHMARKS=OFF)
+      ;;
+    *)
+      echo "test: unknown build '$build' (expected release, asan, tsan)" >&2
+      exit 2
+      ;;
+  esac
+  echo "=== $build: configure and build"
+  cmake -S . -B "build/$build" -G Ninja "${compilers[@]}" "${options[@]}" -DTROUPE_WERROR=ON \
+    >/dev/null
+  cmake --build "build/$build" -j2
+  echo "=== $build: ctest"
+  log="build/$build/ctest.log"
+  if ctest --test-dir "build/$build" --output-on-failure -j2 --timeout 600 2>&1 | tee "$log"; then
+    :
+  else
+    failed_builds+=("$build")
+  fi
+  summary=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1 || true)
+  if [[ -z "$summary" ]]; then
+    echo "test: $build: ctest printed no summary" >&2
+    failed_builds+=("$build")
+    continue
+  fi
+  total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$summary")
+  bad=$(sed -E 's/.*tests passed, ([0-9]+) tests failed.*/\1/' <<<"$summary")
+  passed=$((passed + total - bad))
+  failed=$((failed + bad))
+done
+
+echo
+echo "tests: $passed passed, $failed failed"
+if [[ ${#failed_builds[@]} -gt 0 || $failed -gt 0 ]]; then
+  echo "test: failures in: ${failed_builds[*]}" >&2
+  exit 1
+fi
