@@ -78,7 +78,8 @@ class ActorSystem {
   ActorSystem(const ActorSystem&) = delete;
   ActorSystem& operator=(const ActorSystem&) = delete;
 
-  // Stops the node (see the file comment). Idempotent; the destructor calls it.
+  // Stops the node (see the file comment). Idempotent; the destructor calls it. Must be called
+  // from outside the node's handlers (a call from a handler is logged and ignored).
   void Stop();
 
   // -- actors -----------------------------------------------------------------------------------

@@ -132,6 +132,11 @@ void ExecutorPool::WorkerLoop(WorkerContext* context, uint32_t worker) {
   const auto spin = absl::ToChronoNanoseconds(settings_.spin_time);
   uint32_t streak = 0;
   while (true) {
+    // Checked before taking work: with actors that keep each other busy the queue never empties,
+    // and Stop must still return after one activation per worker.
+    if (stopping_.load(std::memory_order_acquire)) {
+      break;
+    }
     Mailbox* mailbox = nullptr;
     if (context->run_next != nullptr &&
         (streak < kMaxRunNextStreak || queued_.load(std::memory_order_relaxed) <= 0)) {
@@ -155,9 +160,6 @@ void ExecutorPool::WorkerLoop(WorkerContext* context, uint32_t worker) {
     if (mailbox != nullptr) {
       Run(context, mailbox);
       continue;
-    }
-    if (stopping_.load(std::memory_order_acquire)) {
-      break;
     }
     // Spin, then park.
     const auto spin_until = std::chrono::steady_clock::now() + spin;

@@ -45,6 +45,12 @@ void Runtime::Start() {
 }
 
 void Runtime::Stop() {
+  if (WorkerContext* worker = CurrentWorker(); worker != nullptr) {
+    // A worker cannot join itself; stopping belongs to the thread that owns the system.
+    TROUPE_LOG(kError, kActors) << "ActorSystem::Stop called from an actor handler; ignored (stop "
+                                   "the system from the thread that created it)";
+    return;
+  }
   if (stopped_.exchange(true, std::memory_order_acq_rel)) {
     return;
   }
