@@ -76,20 +76,33 @@ class ABSL_LOCKABLE Mutex {
   }
   // Releases the lock until `condition` holds (evaluated with the lock held), then retakes it.
   void Await(const absl::Condition& condition) ABSL_EXCLUSIVE_LOCKS_REQUIRED(this) {
+    const AnnotatedCondition annotated{this, &condition};
     internal::TsanRelease(this);
-    mu_.Await(condition);
+    mu_.Await(absl::Condition(&annotated));
     internal::TsanAcquire(this);
   }
   // As Await, but gives up at `deadline`; returns whether `condition` holds.
   bool AwaitWithDeadline(const absl::Condition& condition, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(this) {
+    const AnnotatedCondition annotated{this, &condition};
     internal::TsanRelease(this);
-    const bool result = mu_.AwaitWithDeadline(condition, deadline);
+    const bool result = mu_.AwaitWithDeadline(absl::Condition(&annotated), deadline);
     internal::TsanAcquire(this);
     return result;
   }
 
  private:
+  // absl evaluates a waiter's condition inside its own (uninstrumented) lock code, on whichever
+  // thread holds the lock: give TSan the edge from the last unlock before reading guarded state.
+  struct AnnotatedCondition {
+    const Mutex* mu;
+    const absl::Condition* condition;
+    bool operator()() const {
+      internal::TsanAcquire(mu);
+      return condition->Eval();
+    }
+  };
+
   absl::Mutex mu_;
 };
 

@@ -53,9 +53,12 @@ EventHandle* Mailbox::Pop() {
 }
 
 bool Mailbox::TryIdle() {
-  // seq_cst: ordered before the tail load in IsEmpty (Dekker pair with Push).
+  // Read the reader-owned cursor before letting go: once kIdle is stored another thread may own
+  // the mailbox and move head_.
+  const bool drained = head_ == &stub_;
+  // seq_cst: ordered before the tail load below (Dekker pair with Push).
   state_.store(kIdle, std::memory_order_seq_cst);
-  if (IsEmpty()) {
+  if (drained && tail_.load(std::memory_order_seq_cst) == &stub_) {
     return true;
   }
   uint32_t expected = kIdle;

@@ -1,0 +1,668 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// actors_bench: throughput and footprint of the single-node actor runtime (troupe::actors).
+//
+// What is measured, end to end through the public API (Send/Forward, Register, state functions):
+//   - BM_PingPong/pairs:P   round trips per second between a pinger and a ponger that bounce one
+//                           event handle (Forward reuses it: no allocation per bounce). With P
+//                           pairs the batch is split across them: scheduling and run-next slot
+//                           behaviour when there are more pairs than workers.
+//   - BM_SelfSend           events per second of actors that send to themselves: the mailbox push
+//                           into an already running mailbox plus dispatch; `reuse:0` allocates a
+//                           fresh event each time (Send), `reuse:1` forwards the same handle.
+//   - BM_FanIn              events per second from 4 sender actors into 1 receiver: the contended
+//                           multi-writer push, every event freshly allocated and freed by the
+//                           receiver. Senders run on credit (at most kFanInWindow events in flight
+//                           each; the receiver grants kFanInAck more per kFanInAck received), so
+//                           they send in bursts of kFanInAck and memory stays bounded even though
+//                           the receiver's activation budget is far smaller than a sender's.
+//   - BM_Spawn/external:E   registering kSpawnCount idle actors and running their Bootstrap, from a
+//                           spawner actor in batches of kSpawnBatch (E=0) or from the benchmark
+//                           thread (E=1); actors/s, and bytes_per_actor = RSS growth
+//                           (/proc/self/statm, heap trimmed first) / kSpawnCount while all live.
+// `workers:W` is the User pool size: the default (one per hardware thread) and 1, whose gap is the
+// price of spreading actors over cores. Counters: `activations_per_item` (mailbox activations per
+// item; 1/batching) and `parks` (times a worker slept on its semaphore during the run).
+// Why: these are the costs every actor program pays (a hop, a fan-in, a spawn, an idle actor's
+// memory) and the figures the issue compares with CAF; a regression here shows up everywhere.
+// Excluded: ActorSystem creation and Stop (thread start/join, destroying the actors) are outside
+// the timed region; no interconnect, serialization, timers or services. One item is one round
+// trip / one event / one actor. Every benchmark uses real time (the work runs on the runtime's
+// workers, not on the benchmark thread); process CPU time is reported alongside ("CPU") to show
+// how much CPU all threads burn, idle spinning included.
+//
+// Each benchmark call creates one node (System 1, User W, Batch 1, IC 1 threads), runs one batch
+// of state.iterations() items on the User pool and waits for a completion notification with a
+// timeout: a wedged run is reported with SkipWithError and its node is leaked rather than joined,
+// so the binary never hangs. Sizes shrink under sanitizers.
+//
+//   build/bench/bench/actors/actors_bench --benchmark_repetitions=3
+#include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "benchmark/benchmark.h"
+
+#include "actors/actor.h"
+#include "actors/actor_system.h"
+#include "actors/event.h"
+#include "actors/events.h"
+#include "actors/sync.h"
+#include "proto/config.pb.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TROUPE_BENCH_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TROUPE_BENCH_SANITIZED 1
+#endif
+#endif
+
+namespace {
+
+#ifdef TROUPE_BENCH_SANITIZED
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Longest a batch may take before the benchmark gives up on it.
+constexpr absl::Duration kTimeout = kSanitized ? absl::Minutes(5) : absl::Seconds(60);
+
+constexpr int kFanInSenders = 4;
+// Events a fan-in sender may have in flight, and the receiver's acknowledgement granularity.
+constexpr uint32_t kFanInWindow = 512;
+constexpr uint32_t kFanInAck = 128;
+
+// Actors BM_Spawn registers and the spawner's batch (one self-sent continue event per batch).
+constexpr uint64_t kSpawnCount = kSanitized ? 20'000 : 1'000'000;
+constexpr uint64_t kSpawnBatch = 10'000;
+
+enum : troupe::EventType {
+  kEvStart = troupe::EventSpaceBegin(troupe::kUserEventSpace),
+  kEvBall,
+  kEvTick,
+  kEvData,
+  kEvAck,
+  kEvContinue,
+  kEvBenchEnd,
+};
+static_assert(troupe::InEventSpace(kEvBenchEnd - 1, troupe::kUserEventSpace));
+
+// -- completion ----------------------------------------------------------------------------------
+
+// One batch: `parties` actors each call Arrive once; the last one wakes the benchmark thread.
+// Shared (not owned by the stack) so a batch abandoned on timeout never leaves dangling pointers.
+struct Completion {
+  explicit Completion(int parties) : remaining(parties) {}
+
+  void Arrive() {
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      done.Notify();
+    }
+  }
+
+  std::atomic<int> remaining;
+  troupe::Notification done;  // TSan-visible (actors/sync.h)
+};
+
+struct EvStart : troupe::EventLocal<EvStart, kEvStart> {
+  EvStart(uint64_t count_value, std::shared_ptr<Completion> completion_value)
+      : count(count_value), completion(std::move(completion_value)) {}
+  uint64_t count;
+  std::shared_ptr<Completion> completion;
+};
+
+struct EvBall : troupe::EventLocal<EvBall, kEvBall> {};
+struct EvTick : troupe::EventLocal<EvTick, kEvTick> {};
+struct EvData : troupe::EventLocal<EvData, kEvData> {
+  explicit EvData(uint32_t sender_value) : sender(sender_value) {}
+  uint32_t sender;
+};
+struct EvAck : troupe::EventLocal<EvAck, kEvAck> {};
+struct EvContinue : troupe::EventLocal<EvContinue, kEvContinue> {};
+
+// -- node ----------------------------------------------------------------------------------------
+
+// The default User pool size: one worker per hardware thread.
+int64_t DefaultWorkers() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+// User pool sizes to compare: the default and, on a multi-core machine, a single worker. The gap
+// between the two is what spreading the actors over cores (cross-core hand-offs) costs.
+std::vector<int64_t> WorkerCounts() {
+  const int64_t cores = DefaultWorkers();
+  return cores > 1 ? std::vector<int64_t>{cores, 1} : std::vector<int64_t>{1};
+}
+
+// Creates a node with the four standard pools — System, User, Batch and IC, one thread each
+// except User with `workers` — i.e. the default config when `workers` is DefaultWorkers(). Returns
+// null (and skips the benchmark) on failure.
+std::unique_ptr<troupe::ActorSystem> MakeSystem(benchmark::State& state, int64_t workers) {
+  troupe::proto::ActorSystemConfig config;
+  for (const char* name : {"System", "User", "Batch", "IC"}) {
+    troupe::proto::PoolConfig* pool = config.add_pools();
+    pool->set_name(name);
+    pool->set_threads(std::string_view(name) == "User" ? static_cast<uint32_t>(workers) : 1);
+  }
+  config.set_default_pool("User");
+  absl::StatusOr<std::unique_ptr<troupe::ActorSystem>> system = troupe::ActorSystem::Create(config);
+  if (!system.ok()) {
+    state.SkipWithError(absl::StrCat("ActorSystem::Create: ", system.status().ToString()).c_str());
+    return nullptr;
+  }
+  return *std::move(system);
+}
+
+// Waits for `completion`. On timeout skips the benchmark and leaks `system`: its workers may be
+// wedged, and Stop would join them forever.
+bool Await(benchmark::State& state, const Completion& completion,
+           std::unique_ptr<troupe::ActorSystem>& system, const char* what) {
+  if (completion.done.WaitForNotificationWithTimeout(kTimeout)) {
+    return true;
+  }
+  state.SkipWithError(absl::StrCat(what, ": batch not finished within ",
+                                   absl::FormatDuration(kTimeout), "; node leaked")
+                          .c_str());
+  (void)system.release();
+  return false;
+}
+
+// The User pool's counters (where every benchmark actor runs).
+troupe::PoolCounters UserPool(const troupe::ActorSystem& system) {
+  for (const troupe::PoolCounters& pool : system.Counters().pools) {
+    if (pool.name == "User") {
+      return pool;
+    }
+  }
+  return {};
+}
+
+// Reports how the User pool ran `items` items: activations per item (1/batching) and how often
+// a worker parked on its semaphore (each park costs a futex wait and a wake-up on the send path).
+void ReportPool(benchmark::State& state, const troupe::PoolCounters& before,
+                const troupe::PoolCounters& after, int64_t items) {
+  if (items <= 0) {
+    return;
+  }
+  state.counters["activations_per_item"] =
+      static_cast<double>(after.activations - before.activations) / static_cast<double>(items);
+  state.counters["parks"] = static_cast<double>(after.parks - before.parks);
+}
+
+// -- ping-pong -----------------------------------------------------------------------------------
+
+// Returns every ball to its sender.
+class Ponger : public troupe::Actor {
+ public:
+  Ponger() : Actor(&Ponger::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvBall:
+        Forward(ev, ev->sender());  // the ball keeps its sender: the pinger
+        break;
+      default:
+        Unhandled(ev);
+    }
+  }
+};
+
+// On EvStart{n}: serves one ball and returns it n times, then arrives at the completion.
+class Pinger : public troupe::Actor {
+ public:
+  explicit Pinger(troupe::ActorId ponger) : Actor(&Pinger::StateWork), ponger_(ponger) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvStart, HandleStart);
+      case kEvBall:
+        if (--remaining_ == 0) {
+          Finish();  // the ball is freed with `ev`
+        } else {
+          Forward(ev, ponger_);
+        }
+        break;
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandleStart(troupe::EventPtr<EvStart> ev) {
+    remaining_ = ev.Get()->count;
+    completion_ = std::move(ev.Get()->completion);
+    if (remaining_ == 0) {
+      Finish();
+      return;
+    }
+    Send(std::make_unique<troupe::EventHandle>(ponger_, SelfId(), std::make_unique<EvBall>()));
+  }
+
+  void Finish() {
+    completion_->Arrive();
+    completion_.reset();
+  }
+
+  const troupe::ActorId ponger_;
+  uint64_t remaining_ = 0;
+  std::shared_ptr<Completion> completion_;
+};
+
+// Round trips/s of `pairs` concurrent ping-pong pairs; one item is one round trip.
+void BM_PingPong(benchmark::State& state) {
+  const int pairs = static_cast<int>(state.range(0));
+  std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(1));
+  if (system == nullptr) {
+    return;
+  }
+  std::vector<troupe::ActorId> pingers;
+  pingers.reserve(pairs);
+  for (int i = 0; i < pairs; ++i) {
+    const troupe::ActorId ponger = system->Register(std::make_unique<Ponger>());
+    pingers.push_back(system->Register(std::make_unique<Pinger>(ponger)));
+  }
+  const auto total = static_cast<uint64_t>(state.max_iterations);
+  const troupe::PoolCounters before = UserPool(*system);
+  while (state.KeepRunningBatch(state.max_iterations)) {
+    auto completion = std::make_shared<Completion>(pairs);
+    for (int i = 0; i < pairs; ++i) {
+      const uint64_t share = total / pairs + (static_cast<uint64_t>(i) < total % pairs ? 1 : 0);
+      system->Send(pingers[i], std::make_unique<EvStart>(share, completion));
+    }
+    if (!Await(state, *completion, system, "BM_PingPong")) {
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportPool(state, before, UserPool(*system), state.iterations());
+}
+BENCHMARK(BM_PingPong)
+    ->ArgNames({"pairs", "workers"})
+    ->ArgsProduct({{1, 4}, WorkerCounts()})
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// -- self-send -----------------------------------------------------------------------------------
+
+// On EvStart{n}: sends itself n ticks one after another, then arrives at the completion.
+class SelfSender : public troupe::Actor {
+ public:
+  explicit SelfSender(bool reuse) : Actor(&SelfSender::StateWork), reuse_(reuse) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvStart, HandleStart);
+      case kEvTick:
+        if (--remaining_ == 0) {
+          completion_->Arrive();
+          completion_.reset();
+        } else if (reuse_) {
+          Forward(ev, SelfId());
+        } else {
+          Send(SelfId(), std::make_unique<EvTick>());
+        }
+        break;
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandleStart(troupe::EventPtr<EvStart> ev) {
+    remaining_ = ev.Get()->count;
+    completion_ = std::move(ev.Get()->completion);
+    if (remaining_ == 0) {
+      completion_->Arrive();
+      completion_.reset();
+      return;
+    }
+    Send(SelfId(), std::make_unique<EvTick>());
+  }
+
+  const bool reuse_;
+  uint64_t remaining_ = 0;
+  std::shared_ptr<Completion> completion_;
+};
+
+// Events/s of `actors` independent self-sending actors; one item is one event handled.
+void BM_SelfSend(benchmark::State& state) {
+  const bool reuse = state.range(0) != 0;
+  const int actors = static_cast<int>(state.range(1));
+  std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, DefaultWorkers());
+  if (system == nullptr) {
+    return;
+  }
+  std::vector<troupe::ActorId> ids;
+  ids.reserve(actors);
+  for (int i = 0; i < actors; ++i) {
+    ids.push_back(system->Register(std::make_unique<SelfSender>(reuse)));
+  }
+  const auto total = static_cast<uint64_t>(state.max_iterations);
+  const troupe::PoolCounters before = UserPool(*system);
+  while (state.KeepRunningBatch(state.max_iterations)) {
+    auto completion = std::make_shared<Completion>(actors);
+    for (int i = 0; i < actors; ++i) {
+      const uint64_t share = total / actors + (static_cast<uint64_t>(i) < total % actors ? 1 : 0);
+      system->Send(ids[i], std::make_unique<EvStart>(share, completion));
+    }
+    if (!Await(state, *completion, system, "BM_SelfSend")) {
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportPool(state, before, UserPool(*system), state.iterations());
+}
+BENCHMARK(BM_SelfSend)
+    ->ArgNames({"reuse", "actors"})
+    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// -- fan-in --------------------------------------------------------------------------------------
+
+// Counts EvData from kFanInSenders senders, grants each sender kFanInAck more credit per kFanInAck
+// of its events, and arrives at the completion when the batch's count is reached.
+class FanInReceiver : public troupe::Actor {
+ public:
+  FanInReceiver() : Actor(&FanInReceiver::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvData: {
+        uint32_t& unacked = unacked_[ev->Get<EvData>()->sender];
+        if (++unacked == kFanInAck) {
+          unacked = 0;
+          // Ack before arriving: the sender handles it before the next batch's EvStart.
+          Send(ev->sender(), std::make_unique<EvAck>());
+        }
+        if (++received_ == expected_) {
+          completion_->Arrive();
+          completion_.reset();
+        }
+        break;
+      }
+        TROUPE_HFUNC(EvStart, HandleStart);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandleStart(troupe::EventPtr<EvStart> ev) {
+    received_ = 0;
+    expected_ = ev.Get()->count;
+    unacked_.fill(0);
+    completion_ = std::move(ev.Get()->completion);
+    if (expected_ == 0) {
+      completion_->Arrive();
+      completion_.reset();
+    }
+  }
+
+  uint64_t received_ = 0;
+  uint64_t expected_ = 0;
+  std::array<uint32_t, kFanInSenders> unacked_ = {};
+  std::shared_ptr<Completion> completion_;
+};
+
+// On EvStart{n}: sends n fresh EvData to the receiver, at most kFanInWindow unacknowledged.
+class FanInSender : public troupe::Actor {
+ public:
+  FanInSender(troupe::ActorId receiver, uint32_t index)
+      : Actor(&FanInSender::StateWork), receiver_(receiver), index_(index) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvAck:
+        credit_ += kFanInAck;
+        Pump();
+        break;
+      case kEvStart:
+        remaining_ = ev->Get<EvStart>()->count;
+        credit_ = kFanInWindow;
+        Pump();
+        break;
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void Pump() {
+    const uint64_t burst = std::min<uint64_t>(credit_, remaining_);
+    for (uint64_t i = 0; i < burst; ++i) {
+      Send(receiver_, std::make_unique<EvData>(index_));
+    }
+    credit_ -= static_cast<uint32_t>(burst);
+    remaining_ -= burst;
+  }
+
+  const troupe::ActorId receiver_;
+  const uint32_t index_;
+  uint64_t remaining_ = 0;
+  uint32_t credit_ = 0;
+};
+
+// Events/s from kFanInSenders senders into one receiver; one item is one event received.
+void BM_FanIn(benchmark::State& state) {
+  std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(0));
+  if (system == nullptr) {
+    return;
+  }
+  const troupe::ActorId receiver = system->Register(std::make_unique<FanInReceiver>());
+  std::vector<troupe::ActorId> senders;
+  senders.reserve(kFanInSenders);
+  for (int i = 0; i < kFanInSenders; ++i) {
+    senders.push_back(
+        system->Register(std::make_unique<FanInSender>(receiver, static_cast<uint32_t>(i))));
+  }
+  const auto total = static_cast<uint64_t>(state.max_iterations);
+  const troupe::PoolCounters before = UserPool(*system);
+  while (state.KeepRunningBatch(state.max_iterations)) {
+    auto completion = std::make_shared<Completion>(1);
+    // The receiver's EvStart is queued before any sender can start, so it precedes every EvData.
+    system->Send(receiver, std::make_unique<EvStart>(total, completion));
+    for (int i = 0; i < kFanInSenders; ++i) {
+      const uint64_t share =
+          total / kFanInSenders + (static_cast<uint64_t>(i) < total % kFanInSenders ? 1 : 0);
+      system->Send(senders[i], std::make_unique<EvStart>(share, nullptr));
+    }
+    if (!Await(state, *completion, system, "BM_FanIn")) {
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportPool(state, before, UserPool(*system), state.iterations());
+}
+BENCHMARK(BM_FanIn)
+    ->ArgName("workers")
+    ->ArgsProduct({WorkerCounts()})
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// -- spawn ---------------------------------------------------------------------------------------
+
+// The spawn run in progress: idle actors count their Bootstrap here. A global rather than a
+// member so that IdleActor carries nothing beyond the Actor base (the footprint measured is the
+// runtime's own). Atomic: written by the benchmark thread, read by workers.
+struct SpawnRun {
+  explicit SpawnRun(uint64_t target_value) : target(target_value), completion(1) {}
+  const uint64_t target;
+  std::atomic<uint64_t> bootstrapped{0};
+  std::atomic<bool> failed{false};
+  Completion completion;
+};
+std::atomic<SpawnRun*> g_spawn_run{nullptr};
+
+// Counts its Bootstrap, then sits idle until the node stops.
+class IdleActor : public troupe::Actor {
+ public:
+  IdleActor() : Actor(&IdleActor::StateIdle) {}
+
+ private:
+  void Bootstrap() override {
+    SpawnRun* run = g_spawn_run.load(std::memory_order_acquire);
+    if (run->bootstrapped.fetch_add(1, std::memory_order_relaxed) + 1 == run->target) {
+      run->completion.Arrive();
+    }
+  }
+
+  TROUPE_STATE(StateIdle) { Unhandled(ev); }
+};
+
+// Reports a failed Register: the run can never complete, so wake the benchmark thread now.
+void SpawnFailed(SpawnRun* run) {
+  if (!run->failed.exchange(true, std::memory_order_acq_rel)) {
+    run->completion.Arrive();
+  }
+}
+
+// On EvStart{n}: registers n idle actors, kSpawnBatch per event (a self-sent EvContinue carries
+// on), so the pool's activation budget can preempt the spawner between batches instead of one
+// handler holding its worker for the whole run.
+class Spawner : public troupe::Actor {
+ public:
+  Spawner() : Actor(&Spawner::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvStart:
+        remaining_ = ev->Get<EvStart>()->count;
+        SpawnBatch();
+        break;
+      case kEvContinue:
+        SpawnBatch();
+        break;
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void SpawnBatch() {
+    const uint64_t batch = std::min(kSpawnBatch, remaining_);
+    for (uint64_t i = 0; i < batch; ++i) {
+      if (Register(std::make_unique<IdleActor>()).IsEmpty()) {
+        SpawnFailed(g_spawn_run.load(std::memory_order_acquire));
+        remaining_ = 0;
+        return;
+      }
+    }
+    remaining_ -= batch;
+    if (remaining_ > 0) {
+      Send(SelfId(), std::make_unique<EvContinue>());
+    }
+  }
+
+  uint64_t remaining_ = 0;
+};
+
+// Resident set size of this process in bytes.
+int64_t ResidentBytes() {
+  std::FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr) {
+    return -1;
+  }
+  long size = 0;
+  long resident = -1;
+  if (std::fscanf(statm, "%ld %ld", &size, &resident) != 2) {
+    resident = -1;
+  }
+  std::fclose(statm);
+  return resident < 0 ? -1 : static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
+}
+
+// Returns freed heap memory to the system, so the RSS baseline does not hide reusable free space.
+void TrimHeap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+// Actors/s of registering and bootstrapping kSpawnCount idle actors, and bytes per live actor.
+// external:0 spawns from an actor on the User pool, external:1 from the benchmark thread.
+void BM_Spawn(benchmark::State& state) {
+  const bool external = state.range(0) != 0;
+  double bytes_sum = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(1));
+    if (system == nullptr) {
+      return;
+    }
+    const troupe::ActorId spawner =
+        external ? troupe::ActorId() : system->Register(std::make_unique<Spawner>());
+    // Owned by the loop body; leaked (with the node) on timeout, since workers may still use it.
+    auto run = std::make_unique<SpawnRun>(kSpawnCount);
+    g_spawn_run.store(run.get(), std::memory_order_release);
+    TrimHeap();
+    const int64_t rss_before = ResidentBytes();
+    const troupe::PoolCounters pool_before = UserPool(*system);
+    state.ResumeTiming();
+
+    if (external) {
+      for (uint64_t i = 0; i < kSpawnCount; ++i) {
+        if (system->Register(std::make_unique<IdleActor>()).IsEmpty()) {
+          SpawnFailed(run.get());
+          break;
+        }
+      }
+    } else {
+      system->Send(spawner, std::make_unique<EvStart>(kSpawnCount, nullptr));
+    }
+    if (!Await(state, run->completion, system, "BM_Spawn")) {
+      (void)run.release();
+      return;
+    }
+
+    state.PauseTiming();
+    const int64_t rss_after = ResidentBytes();
+    ReportPool(state, pool_before, UserPool(*system), static_cast<int64_t>(kSpawnCount));
+    const bool failed = run->failed.load(std::memory_order_acquire);
+    system->Stop();  // destroys every actor
+    g_spawn_run.store(nullptr, std::memory_order_release);
+    system.reset();
+    run.reset();
+    TrimHeap();
+    if (failed) {
+      state.SkipWithError("BM_Spawn: Register returned an empty id (see the log)");
+      return;
+    }
+    if (rss_before < 0 || rss_after < 0) {
+      state.SkipWithError("BM_Spawn: cannot read /proc/self/statm");
+      return;
+    }
+    bytes_sum += static_cast<double>(rss_after - rss_before) / static_cast<double>(kSpawnCount);
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(kSpawnCount));
+  state.counters["bytes_per_actor"] =
+      benchmark::Counter(bytes_sum, benchmark::Counter::kAvgIterations);
+  state.counters["actors"] = static_cast<double>(kSpawnCount);
+}
+BENCHMARK(BM_Spawn)
+    ->ArgNames({"external", "workers"})
+    ->ArgsProduct({{0, 1}, WorkerCounts()})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+}  // namespace
