@@ -24,8 +24,10 @@
 // Thread-safety: handles and events are thread-compatible; ownership passes with the handle.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -34,6 +36,7 @@
 
 #include "actors/actor_id.h"
 #include "actors/internal/mailbox_node.h"
+#include "actors/internal/small_alloc.h"
 
 namespace troupe {
 
@@ -74,6 +77,19 @@ class EventBase {
   virtual bool SerializeToString(std::string* /*out*/) const { return false; }
   // Returns a short human-readable description for logs.
   virtual std::string ToString() const;
+
+  // Events come from a per-thread size-class pool (actors/internal/small_alloc.h): an event is
+  // allocated on the sender's thread and freed on the receiver's, the worst case for malloc.
+  static void* operator new(size_t size) { return internal::SmallAllocate(size); }
+  static void operator delete(void* block, size_t size) noexcept {
+    internal::SmallFree(block, size);
+  }
+  static void* operator new(size_t size, std::align_val_t align) {
+    return ::operator new(size, align);
+  }
+  static void operator delete(void* block, size_t /*size*/, std::align_val_t align) noexcept {
+    ::operator delete(block, align);
+  }
 };
 
 // A local event: never serialized, never leaves its node.
@@ -194,6 +210,11 @@ class EventHandle : public internal::MailboxNode {
 
   // Returns "type 0x... from ... to ..." for logs.
   std::string ToString() const;
+
+  static void* operator new(size_t size) { return internal::SmallAllocate(size); }
+  static void operator delete(void* block, size_t size) noexcept {
+    internal::SmallFree(block, size);
+  }
 
  private:
   EventType type_;

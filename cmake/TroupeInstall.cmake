@@ -12,8 +12,9 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/actors/" DESTINATION ${CMAKE_INSTALL_IN
         FILES_MATCHING PATTERN "*.h"
         PATTERN "internal" EXCLUDE
         PATTERN "testing" EXCLUDE)
-# The one internal header public ones include (the intrusive link inside EventHandle).
+# The internal headers public ones include (EventHandle's intrusive link and allocator).
 install(FILES "${PROJECT_SOURCE_DIR}/actors/internal/mailbox_node.h"
+              "${PROJECT_SOURCE_DIR}/actors/internal/small_alloc.h"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actors/internal)
 install(FILES ${TROUPE_PROTO_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proto)
 install(FILES ${TROUPE_PROTO_FILES} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proto)

@@ -64,31 +64,53 @@ void ExecutorPool::Stop() {
 
 void ExecutorPool::Schedule(Mailbox* mailbox) {
   WorkerContext* context = tls_worker;
-  if (context != nullptr && context->pool == this && !stopping_.load(std::memory_order_relaxed)) {
+  if (context != nullptr && context->pool == this && context->current != nullptr &&
+      !stopping_.load(std::memory_order_relaxed)) {
     Mailbox* displaced = context->run_next;
     context->run_next = mailbox;
     if (displaced == nullptr) {
       return;
     }
-    mailbox = displaced;
+    displaced->next_ready = nullptr;
+    if (context->deferred_tail == nullptr) {
+      context->deferred_head = displaced;
+    } else {
+      context->deferred_tail->next_ready = displaced;
+    }
+    context->deferred_tail = displaced;
+    if (++context->deferred_count >= kMaxDeferred) {
+      FlushDeferred(context);
+    }
+    return;
   }
   Enqueue(mailbox);
   WakeOne();
 }
 
-void ExecutorPool::Enqueue(Mailbox* mailbox) {
-  mailbox->next_ready = nullptr;
+void ExecutorPool::FlushDeferred(WorkerContext* context) {
+  if (context->deferred_head == nullptr) {
+    return;
+  }
+  EnqueueList(context->deferred_head, context->deferred_tail, context->deferred_count);
+  context->deferred_head = nullptr;
+  context->deferred_tail = nullptr;
+  context->deferred_count = 0;
+  WakeOne();
+}
+
+void ExecutorPool::EnqueueList(Mailbox* first, Mailbox* last, uint32_t count) {
+  last->next_ready = nullptr;
   {
     troupe::MutexLock lock(&mu_);
     if (tail_ == nullptr) {
-      head_ = mailbox;
+      head_ = first;
     } else {
-      tail_->next_ready = mailbox;
+      tail_->next_ready = first;
     }
-    tail_ = mailbox;
+    tail_ = last;
   }
   // seq_cst: published before WakeOne reads sleepers_ (pairs with the worker's park sequence).
-  queued_.fetch_add(1, std::memory_order_seq_cst);
+  queued_.fetch_add(count, std::memory_order_seq_cst);
 }
 
 Mailbox* ExecutorPool::Dequeue() {
@@ -199,16 +221,18 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   const auto max_time = absl::ToChronoNanoseconds(settings_.max_time);
   uint32_t handled = 0;
   bool retried = false;
+  MailboxNode* cursor = mailbox->cursor();
   while (true) {
-    EventHandle* ev = mailbox->Pop();
+    EventHandle* ev = mailbox->Pop(cursor);
     if (ev == nullptr) {
+      mailbox->set_cursor(cursor);
       if (mailbox->TryIdle()) {
         break;
       }
       if (retried) {
-        // A writer is mid-push (exchanged, not yet linked). Yield the thread rather than spin.
+        // A writer is mid-push (exchanged, not yet linked). Yield the thread rather than spin;
+        // this worker comes back to it, so nobody needs waking.
         Enqueue(mailbox);
-        WakeOne();
         break;
       }
       retried = true;
@@ -222,11 +246,14 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       context->budget_preemptions.store(
           context->budget_preemptions.load(std::memory_order_relaxed) + 1,
           std::memory_order_relaxed);
+      mailbox->set_cursor(cursor);
+      // To the back of the queue. No wake-up: this worker dequeues again right away, and waking
+      // a parked one only to hand it this mailbox would move a lone busy actor between cores.
       Enqueue(mailbox);
-      WakeOne();
       break;
     }
   }
+  FlushDeferred(context);
   context->events.store(context->events.load(std::memory_order_relaxed) + handled,
                         std::memory_order_relaxed);
   context->current = nullptr;

@@ -5,8 +5,10 @@
 // Ready queue: an intrusive FIFO of mailboxes under a mutex, plus one "run next" slot per worker:
 // a mailbox that a worker's handler activates goes to that worker's slot and runs right after the
 // current activation, on the same thread (a ping-pong pair stays on one core). The displaced
-// slot occupant goes to the shared queue. After kMaxRunNextStreak consecutive slot runs a worker
-// takes from the shared queue first, so a pair cannot starve queued mailboxes.
+// slot occupant joins a per-worker batch that reaches the shared queue in one lock and one
+// wake-up when the activation ends (or every kMaxDeferred mailboxes). After kMaxRunNextStreak
+// consecutive slot runs a worker takes from the shared queue first, so a pair cannot starve queued
+// mailboxes.
 //
 // Budgets: one activation handles at most `max_events` events and runs at most `max_time`; then
 // the mailbox goes to the back of the shared queue.
@@ -58,6 +60,11 @@ struct WorkerContext {
   ExecutorPool* pool = nullptr;
   Mailbox* run_next = nullptr;
   Mailbox* current = nullptr;
+  // Mailboxes this worker activated while its run-next slot was taken, published to the shared
+  // queue in one batch (one lock, one wake-up) when the activation ends or the batch fills.
+  Mailbox* deferred_head = nullptr;
+  Mailbox* deferred_tail = nullptr;
+  uint32_t deferred_count = 0;
   // Counters are written by the owning worker only; atomics so readers on other threads are safe.
   std::atomic<uint64_t> events{0};
   std::atomic<uint64_t> activations{0};
@@ -71,6 +78,7 @@ WorkerContext* CurrentWorker();
 class ExecutorPool {
  public:
   static constexpr uint32_t kMaxRunNextStreak = 16;
+  static constexpr uint32_t kMaxDeferred = 64;
 
   ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settings);
   ~ExecutorPool();
@@ -96,7 +104,10 @@ class ExecutorPool {
   void WorkerLoop(WorkerContext* context, uint32_t worker);
   // Runs one activation of `mailbox` within the budget.
   void Run(WorkerContext* context, Mailbox* mailbox);
-  void Enqueue(Mailbox* mailbox);
+  void Enqueue(Mailbox* mailbox) { EnqueueList(mailbox, mailbox, 1); }
+  // Appends the chain first..last (linked through next_ready) of `count` mailboxes.
+  void EnqueueList(Mailbox* first, Mailbox* last, uint32_t count);
+  void FlushDeferred(WorkerContext* context);
   Mailbox* Dequeue();
   void WakeOne();
   bool TryCancelSleep();

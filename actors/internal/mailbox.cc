@@ -21,19 +21,19 @@ bool Mailbox::Push(EventHandle* ev) {
   return state_.compare_exchange_strong(expected, kScheduled, std::memory_order_acq_rel);
 }
 
-EventHandle* Mailbox::Pop() {
-  MailboxNode* head = head_;
+EventHandle* Mailbox::Pop(MailboxNode*& head_ref) {
+  MailboxNode* head = head_ref;
   MailboxNode* next = head->next.load(std::memory_order_acquire);
   if (head == &stub_) {
     if (next == nullptr) {
       return nullptr;
     }
-    head_ = next;
+    head_ref = next;
     head = next;
     next = next->next.load(std::memory_order_acquire);
   }
   if (next != nullptr) {
-    head_ = next;
+    head_ref = next;
     return static_cast<EventHandle*>(head);
   }
   if (head != tail_.load(std::memory_order_acquire)) {
@@ -46,7 +46,7 @@ EventHandle* Mailbox::Pop() {
   prev->next.store(&stub_, std::memory_order_release);
   next = head->next.load(std::memory_order_acquire);
   if (next != nullptr) {
-    head_ = next;
+    head_ref = next;
     return static_cast<EventHandle*>(head);
   }
   return nullptr;

@@ -61,7 +61,15 @@ class alignas(64) Mailbox {
 
   // Removes the oldest event, or returns nullptr when none is ready (empty, or a writer is between
   // its exchange and its link — IsEmpty then says false).
-  EventHandle* Pop();
+  EventHandle* Pop() { return Pop(head_); }
+
+  // As Pop, with the reader's cursor held by the caller: a worker copies the cursor out for an
+  // activation (cursor()), pops with it, and writes it back (set_cursor) before TryIdle or before
+  // handing the mailbox on. The cursor shares the cache line that writers exchange on; not writing
+  // it per event keeps that line from bouncing between the reader's and the writers' cores.
+  EventHandle* Pop(MailboxNode*& head);
+  MailboxNode* cursor() const { return head_; }
+  void set_cursor(MailboxNode* head) { head_ = head; }
 
   // Returns true when no event is queued or being pushed.
   bool IsEmpty() const {
