@@ -31,7 +31,7 @@ class StderrSink final : public LogSink {
   }
 };
 
-troupe::Mutex g_sink_mu(absl::kConstInit);
+troupe::Mutex g_sink_mu;
 LogSink* g_sink ABSL_GUARDED_BY(g_sink_mu) = nullptr;
 
 LogSink& DefaultSink() {
