@@ -231,6 +231,10 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       if (mailbox->TryIdle()) {
         break;
       }
+      // We own the mailbox again, but between our kIdle store and our CAS another worker may have
+      // run it and moved the cursor (it wrote the cursor back before its own kIdle store, which
+      // our CAS read): ours is stale.
+      cursor = mailbox->cursor();
       if (retried) {
         // A writer is mid-push (exchanged, not yet linked). Yield the thread rather than spin;
         // this worker comes back to it, so nobody needs waking.

@@ -77,7 +77,8 @@ class alignas(64) Mailbox {
   }
 
   // Gives the mailbox up after Pop returned nullptr. Returns true when the mailbox is now idle (the
-  // reader must not touch it again) and false when more work arrived and the reader still owns it.
+  // reader must not touch it again) and false when more work arrived and the reader owns it again;
+  // another reader may have run it in between, so a cached cursor must be reloaded.
   bool TryIdle();
 
   // -- actors bound to this mailbox (reader, or the owner after TryLock) -----------------------

@@ -17,6 +17,8 @@
 #endif
 
 namespace troupe::internal {
+
+#ifndef TROUPE_ASAN
 namespace {
 
 constexpr size_t kGranule = 16;
@@ -132,6 +134,7 @@ ThreadCache& LocalCache() {
 }
 
 }  // namespace
+#endif  // TROUPE_ASAN
 
 void* SmallAllocate(size_t size) {
 #ifdef TROUPE_ASAN

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Configuration: parse/validate errors name the offending field (kInvalidArgument), files that
+// cannot be read are kNotFound, defaults give a working four-pool node, and ActorSystem::Create /
+// PoolIndex / Register report bad input as values instead of aborting.
+#include "actors/config.h"
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+#include "actors/actor.h"
+#include "actors/actor_system.h"
+#include "actors/sync.h"
+#include "ut/actors/test_util.h"
+
+namespace troupe {
+namespace {
+
+using testutil::EvValue;
+using testutil::Inbox;
+using testutil::kEvValue;
+using testutil::Recorder;
+using testutil::WaitTimeout;
+
+// Expects `status` to be kInvalidArgument and its message to contain `field`.
+void ExpectFieldError(const absl::Status& status, absl::string_view field) {
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), field))
+      << "message \"" << status.message() << "\" does not name " << field;
+}
+
+void ExpectParseFieldError(const std::string& text, absl::string_view field) {
+  const absl::StatusOr<proto::ActorSystemConfig> config = ParseConfig(text);
+  ASSERT_FALSE(config.ok()) << "accepted: " << text;
+  ExpectFieldError(config.status(), field);
+}
+
+TEST(ConfigTest, RejectsZeroThreadsNamingPoolIndex) {
+  ExpectParseFieldError(R"(pools { name: "A" threads: 1 } pools { name: "B" threads: 0 })",
+                        "pools[1].threads");
+  ExpectParseFieldError(R"(pools { name: "A" threads: 0 })", "pools[0].threads");
+  ExpectParseFieldError(R"(pools { name: "A" threads: 100000 })", "pools[0].threads");
+}
+
+TEST(ConfigTest, RejectsEmptyPoolName) {
+  ExpectParseFieldError(R"(pools { name: "A" } pools { threads: 2 })", "pools[1].name");
+  ExpectParseFieldError(R"(pools { name: "" })", "pools[0].name");
+}
+
+TEST(ConfigTest, RejectsDuplicatePoolName) {
+  const absl::StatusOr<proto::ActorSystemConfig> config =
+      ParseConfig(R"(pools { name: "A" } pools { name: "B" } pools { name: "A" })");
+  ASSERT_FALSE(config.ok());
+  ExpectFieldError(config.status(), "pools[2].name");
+  EXPECT_TRUE(absl::StrContains(config.status().message(), "\"A\"")) << config.status();
+}
+
+TEST(ConfigTest, RejectsOtherPoolFieldsOutOfRange) {
+  ExpectParseFieldError(R"(pools { name: "A" max_events_per_activation: 0 })",
+                        "pools[0].max_events_per_activation");
+  ExpectParseFieldError(R"(pools { name: "A" } pools { name: "B" max_activation_time_us: 0 })",
+                        "pools[1].max_activation_time_us");
+  ExpectParseFieldError(R"(pools { name: "A" spin_time_us: 5000000 })", "pools[0].spin_time_us");
+}
+
+TEST(ConfigTest, RejectsUnknownDefaultPool) {
+  ExpectParseFieldError(R"(pools { name: "A" } default_pool: "B")", "default_pool");
+  // Without pools the standard four are the known names.
+  ExpectParseFieldError(R"(default_pool: "Nope")", "default_pool");
+  EXPECT_TRUE(ParseConfig(R"(default_pool: "Batch")").ok());
+  EXPECT_TRUE(ParseConfig(R"(pools { name: "A" } pools { name: "B" } default_pool: "B")").ok());
+}
+
+TEST(ConfigTest, RejectsBadSchedulerResolution) {
+  ExpectParseFieldError("scheduler { resolution_us: 0 }", "scheduler.resolution_us");
+  ExpectParseFieldError("scheduler { resolution_us: 10 }", "scheduler.resolution_us");
+  ExpectParseFieldError("scheduler { resolution_us: 5000000 }", "scheduler.resolution_us");
+  EXPECT_TRUE(ParseConfig("scheduler { resolution_us: 50 }").ok());
+}
+
+TEST(ConfigTest, RejectsBadLogLevel) {
+  ExpectParseFieldError(R"(log { level: "loud" })", "log.level");
+  ExpectParseFieldError(R"(log { level: "verbose" })", "log.level");
+  for (const char* level : {"trace", "debug", "info", "warn", "error"}) {
+    EXPECT_TRUE(ParseConfig(absl::StrCat("log { level: \"", level, "\" }")).ok()) << level;
+  }
+}
+
+TEST(ConfigTest, RejectsOtherTopLevelFieldsOutOfRange) {
+  ExpectParseFieldError("node_id: 0", "node_id");
+  ExpectParseFieldError("node_id: 2000000", "node_id");
+  ExpectParseFieldError("max_mailboxes: 10", "max_mailboxes");
+  ExpectParseFieldError("max_services: 1", "max_services");
+}
+
+TEST(ConfigTest, MalformedTextNamesLine) {
+  const absl::StatusOr<proto::ActorSystemConfig> config =
+      ParseConfig("node_id: 1\npools { name: \"A\" }\npools { name: \"B\" threads: }\n");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << config.status();
+  EXPECT_TRUE(absl::StrContains(config.status().message(), "line 3")) << config.status();
+
+  const absl::StatusOr<proto::ActorSystemConfig> unknown = ParseConfig("\n\nbogus_field: 1\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(unknown.status().message(), "line 3")) << unknown.status();
+
+  const absl::StatusOr<proto::ActorSystemConfig> unterminated = ParseConfig("pools {");
+  ASSERT_FALSE(unterminated.ok());
+  EXPECT_EQ(unterminated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(unterminated.status().message(), "line")) << unterminated.status();
+}
+
+TEST(ConfigTest, MissingFileIsNotFound) {
+  const std::string path = testing::TempDir() + "/troupe_config_test_does_not_exist.conf";
+  std::remove(path.c_str());
+  const absl::StatusOr<proto::ActorSystemConfig> config = LoadConfigFile(path);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound) << config.status();
+  EXPECT_TRUE(absl::StrContains(config.status().message(), path)) << config.status();
+}
+
+TEST(ConfigTest, LoadsFileAndPrefixesErrorsWithPath) {
+  const std::string good = testing::TempDir() + "/troupe_config_test_good.conf";
+  const std::string bad = testing::TempDir() + "/troupe_config_test_bad.conf";
+  {
+    std::ofstream out(good);
+    out << "node_id: 7\npools { name: \"Only\" threads: 2 }\n";
+  }
+  {
+    std::ofstream out(bad);
+    out << "pools { name: \"Only\" threads: 0 }\n";
+  }
+  const absl::StatusOr<proto::ActorSystemConfig> loaded = LoadConfigFile(good);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->node_id(), 7u);
+  ASSERT_EQ(loaded->pools_size(), 1);
+  EXPECT_EQ(loaded->pools(0).threads(), 2u);
+
+  const absl::StatusOr<proto::ActorSystemConfig> failed = LoadConfigFile(bad);
+  ASSERT_FALSE(failed.ok());
+  ExpectFieldError(failed.status(), "pools[0].threads");
+  EXPECT_TRUE(absl::StrContains(failed.status().message(), bad)) << failed.status();
+  std::remove(good.c_str());
+  std::remove(bad.c_str());
+}
+
+TEST(ConfigTest, ValidateConfigChecksBuiltProtos) {
+  proto::ActorSystemConfig config;
+  EXPECT_TRUE(ValidateConfig(config).ok());
+  config.add_pools()->set_name("A");
+  config.add_pools()->set_name("B");
+  config.mutable_pools(1)->set_threads(0);
+  ExpectFieldError(ValidateConfig(config), "pools[1].threads");
+}
+
+TEST(ConfigTest, WithDefaultsFillsStandardPools) {
+  const proto::ActorSystemConfig full = WithDefaults(proto::ActorSystemConfig());
+  ASSERT_EQ(full.pools_size(), 4);
+  EXPECT_EQ(full.pools(0).name(), "System");
+  EXPECT_EQ(full.pools(1).name(), "User");
+  EXPECT_EQ(full.pools(2).name(), "Batch");
+  EXPECT_EQ(full.pools(3).name(), "IC");
+  for (const proto::PoolConfig& pool : full.pools()) {
+    EXPECT_GE(pool.threads(), 1u) << pool.name();
+    EXPECT_GT(pool.max_events_per_activation(), 0u);
+    EXPECT_GT(pool.max_activation_time_us(), 0u);
+  }
+  EXPECT_EQ(full.default_pool(), "User");
+  EXPECT_EQ(full.node_id(), 1u);
+  EXPECT_EQ(full.scheduler().resolution_us(), 1000u);
+  EXPECT_EQ(full.log().level(), "info");
+  EXPECT_TRUE(ValidateConfig(full).ok());
+  // Without a pool called User, the first pool is the default.
+  proto::ActorSystemConfig custom;
+  custom.add_pools()->set_name("First");
+  custom.add_pools()->set_name("Second");
+  EXPECT_EQ(WithDefaults(custom).default_pool(), "First");
+}
+
+TEST(ConfigTest, EmptyConfigCreatesWorkingSystemWithStandardPools) {
+  absl::StatusOr<std::unique_ptr<ActorSystem>> created =
+      ActorSystem::Create(proto::ActorSystemConfig());
+  ASSERT_TRUE(created.ok()) << created.status();
+  ActorSystem& system = **created;
+  EXPECT_EQ(system.node_id(), 1u);
+  EXPECT_EQ(system.config().pools_size(), 4);
+  Inbox inbox;
+  const char* names[] = {"System", "User", "Batch", "IC"};
+  for (uint32_t i = 0; i < 4; ++i) {
+    const absl::StatusOr<uint32_t> index = system.PoolIndex(names[i]);
+    ASSERT_TRUE(index.ok()) << names[i] << ": " << index.status();
+    EXPECT_EQ(*index, i);
+    RegisterOptions options;
+    options.pool = *index;
+    const ActorId id = system.Register(std::make_unique<Recorder>(&inbox), options);
+    ASSERT_TRUE(id) << names[i];
+    EXPECT_EQ(id.pool(), *index);
+    system.Send(id, std::make_unique<EvValue>(i));
+  }
+  ASSERT_TRUE(inbox.WaitForType(kEvValue, 4)) << "an actor on a default pool did not run";
+  // Register without a pool uses the default pool, User.
+  const ActorId plain = system.Register(std::make_unique<Recorder>(&inbox));
+  EXPECT_EQ(plain.pool(), *system.PoolIndex("User"));
+  const ActorSystemCounters counters = system.Counters();
+  ASSERT_EQ(counters.pools.size(), 4u);
+  EXPECT_EQ(counters.pools[0].name, "System");
+  EXPECT_EQ(counters.pools[3].name, "IC");
+}
+
+TEST(ConfigTest, CreateReturnsErrorForBadConfig) {
+  proto::ActorSystemConfig config;
+  config.add_pools()->set_name("A");
+  config.add_pools()->set_name("B");
+  config.mutable_pools(1)->set_threads(0);
+  const absl::StatusOr<std::unique_ptr<ActorSystem>> threads = ActorSystem::Create(config);
+  ASSERT_FALSE(threads.ok());
+  ExpectFieldError(threads.status(), "pools[1].threads");
+
+  proto::ActorSystemConfig level;
+  level.mutable_log()->set_level("chatty");
+  const absl::StatusOr<std::unique_ptr<ActorSystem>> bad_level = ActorSystem::Create(level);
+  ASSERT_FALSE(bad_level.ok());
+  ExpectFieldError(bad_level.status(), "log.level");
+
+  proto::ActorSystemConfig pool;
+  pool.set_default_pool("Missing");
+  const absl::StatusOr<std::unique_ptr<ActorSystem>> bad_pool = ActorSystem::Create(pool);
+  ASSERT_FALSE(bad_pool.ok());
+  ExpectFieldError(bad_pool.status(), "default_pool");
+}
+
+TEST(ConfigTest, PoolIndexOfUnknownNameIsNotFound) {
+  auto system = testutil::MakeSystem();
+  ASSERT_NE(system, nullptr);
+  const absl::StatusOr<uint32_t> index = system->PoolIndex("Nope");
+  ASSERT_FALSE(index.ok());
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kNotFound) << index.status();
+  EXPECT_TRUE(absl::StrContains(index.status().message(), "Nope"));
+  EXPECT_FALSE(system->PoolIndex("").ok());
+  EXPECT_FALSE(system->PoolIndex("user").ok()) << "pool names are case-sensitive";
+}
+
+// Notifies from its destructor.
+class Tracked : public Actor {
+ public:
+  explicit Tracked(troupe::Notification* destroyed)
+      : Actor(&Tracked::StateWork), destroyed_(destroyed) {}
+  ~Tracked() override { destroyed_->Notify(); }
+
+ private:
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+  troupe::Notification* destroyed_;
+};
+
+TEST(ConfigTest, RegisterOnOutOfRangePoolReturnsEmptyId) {
+  auto system = testutil::MakeSystem();
+  ASSERT_NE(system, nullptr);
+  const uint64_t live_before = system->Counters().live_mailboxes;
+  for (uint32_t pool : {4u, 5u, ActorId::kMaxPool, 0xFFFFFFFFu}) {
+    troupe::Notification destroyed;
+    RegisterOptions options;
+    options.pool = pool;
+    const ActorId id = system->Register(std::make_unique<Tracked>(&destroyed), options);
+    EXPECT_TRUE(id.IsEmpty()) << "pool " << pool;
+    EXPECT_TRUE(destroyed.HasBeenNotified()) << "the refused actor must be destroyed";
+  }
+  EXPECT_EQ(system->Counters().live_mailboxes, live_before) << "a refused actor used a mailbox";
+  // The last valid index works.
+  troupe::Notification destroyed;
+  RegisterOptions last;
+  last.pool = 3;
+  const ActorId ok = system->Register(std::make_unique<Tracked>(&destroyed), last);
+  EXPECT_FALSE(ok.IsEmpty());
+  EXPECT_EQ(ok.pool(), 3u);
+  EXPECT_FALSE(destroyed.HasBeenNotified());
+  system.reset();
+  EXPECT_TRUE(destroyed.HasBeenNotified());
+}
+
+}  // namespace
+}  // namespace troupe
