@@ -205,6 +205,27 @@ void ReportPool(benchmark::State& state, const troupe::PoolCounters& before,
   state.counters["parks"] = static_cast<double>(after.parks - before.parks);
 }
 
+// Runs batches of state.max_iterations items split evenly over `starters` (each receives
+// EvStart{share, completion}) until the benchmark is done, then reports items and pool counters.
+void RunSplitBatches(benchmark::State& state, std::unique_ptr<troupe::ActorSystem>& system,
+                     const std::vector<troupe::ActorId>& starters, const char* what) {
+  const auto count = static_cast<uint64_t>(starters.size());
+  const auto total = static_cast<uint64_t>(state.max_iterations);
+  const troupe::PoolCounters before = UserPool(*system);
+  while (state.KeepRunningBatch(state.max_iterations)) {
+    auto completion = std::make_shared<Completion>(static_cast<int>(count));
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint64_t share = total / count + (i < total % count ? 1 : 0);
+      system->Send(starters[i], std::make_unique<EvStart>(share, completion));
+    }
+    if (!Await(state, *completion, system, what)) {
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportPool(state, before, UserPool(*system), state.iterations());
+}
+
 // -- ping-pong -----------------------------------------------------------------------------------
 
 // Returns every ball to its sender.
@@ -278,20 +299,7 @@ void BM_PingPong(benchmark::State& state) {
     const troupe::ActorId ponger = system->Register(std::make_unique<Ponger>());
     pingers.push_back(system->Register(std::make_unique<Pinger>(ponger)));
   }
-  const auto total = static_cast<uint64_t>(state.max_iterations);
-  const troupe::PoolCounters before = UserPool(*system);
-  while (state.KeepRunningBatch(state.max_iterations)) {
-    auto completion = std::make_shared<Completion>(pairs);
-    for (int i = 0; i < pairs; ++i) {
-      const uint64_t share = total / pairs + (static_cast<uint64_t>(i) < total % pairs ? 1 : 0);
-      system->Send(pingers[i], std::make_unique<EvStart>(share, completion));
-    }
-    if (!Await(state, *completion, system, "BM_PingPong")) {
-      return;
-    }
-  }
-  state.SetItemsProcessed(state.iterations());
-  ReportPool(state, before, UserPool(*system), state.iterations());
+  RunSplitBatches(state, system, pingers, "BM_PingPong");
 }
 BENCHMARK(BM_PingPong)
     ->ArgNames({"pairs", "workers"})
@@ -354,20 +362,7 @@ void BM_SelfSend(benchmark::State& state) {
   for (int i = 0; i < actors; ++i) {
     ids.push_back(system->Register(std::make_unique<SelfSender>(reuse)));
   }
-  const auto total = static_cast<uint64_t>(state.max_iterations);
-  const troupe::PoolCounters before = UserPool(*system);
-  while (state.KeepRunningBatch(state.max_iterations)) {
-    auto completion = std::make_shared<Completion>(actors);
-    for (int i = 0; i < actors; ++i) {
-      const uint64_t share = total / actors + (static_cast<uint64_t>(i) < total % actors ? 1 : 0);
-      system->Send(ids[i], std::make_unique<EvStart>(share, completion));
-    }
-    if (!Await(state, *completion, system, "BM_SelfSend")) {
-      return;
-    }
-  }
-  state.SetItemsProcessed(state.iterations());
-  ReportPool(state, before, UserPool(*system), state.iterations());
+  RunSplitBatches(state, system, ids, "BM_SelfSend");
 }
 BENCHMARK(BM_SelfSend)
     ->ArgNames({"reuse", "actors"})
