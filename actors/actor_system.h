@@ -85,8 +85,8 @@ class ActorSystem {
   // -- actors -----------------------------------------------------------------------------------
 
   // Registers `actor` on a new mailbox and schedules its Bootstrap; returns its id. Returns an
-  // empty id (and logs why) when the pool index does not exist, the mailbox table is full or the
-  // system is stopping; the actor is then destroyed.
+  // empty id (and logs why) when `actor` is null, the pool index does not exist, the mailbox table
+  // is full or the system is stopping; the actor is then destroyed.
   ActorId Register(std::unique_ptr<Actor> actor, RegisterOptions options = {});
 
   // Sends `event` to `recipient`; `sender` receives EvUndelivered if `flags` has kTrackDelivery.

@@ -183,6 +183,10 @@ void Runtime::Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hin
 }
 
 ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& options) {
+  if (actor == nullptr) {
+    TROUPE_LOG(kError, kActors) << "Register: null actor; nothing registered";
+    return ActorId();
+  }
   const uint32_t pool = options.pool.value_or(default_pool_);
   if (pool >= pools_.size()) {
     TROUPE_LOG(kError, kActors) << "Register: pool index " << pool << " does not exist ("
@@ -207,6 +211,10 @@ ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& o
 }
 
 ActorId Runtime::RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> actor) {
+  if (actor == nullptr) {
+    TROUPE_LOG(kError, kActors) << "RegisterWithSameMailbox: null actor; nothing registered";
+    return ActorId();
+  }
   Mailbox* mailbox = owner->mailbox_;
   Actor* raw = actor.release();
   Attach(mailbox, raw, mailbox->pool(), owner->self_.hint());

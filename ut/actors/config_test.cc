@@ -260,6 +260,14 @@ class Tracked : public Actor {
   troupe::Notification* destroyed_;
 };
 
+TEST(ConfigTest, RegisterOfNullActorReturnsEmptyId) {
+  auto system = testutil::MakeSystem();
+  ASSERT_NE(system, nullptr);
+  const uint64_t live_before = system->Counters().live_mailboxes;
+  EXPECT_TRUE(system->Register(nullptr).IsEmpty());
+  EXPECT_EQ(system->Counters().live_mailboxes, live_before) << "a null actor used a mailbox";
+}
+
 TEST(ConfigTest, RegisterOnOutOfRangePoolReturnsEmptyId) {
   auto system = testutil::MakeSystem();
   ASSERT_NE(system, nullptr);
