@@ -169,6 +169,11 @@ void ExecutorPool::WorkerLoop(WorkerContext* context, uint32_t worker) {
       mailbox = Dequeue();
       if (mailbox != nullptr) {
         streak = 0;
+        // A batch publish wakes one worker; each worker that finds more behind what it took wakes
+        // the next, so a burst reaches every parked worker without a wake-up per mailbox.
+        if (queued_.load(std::memory_order_relaxed) > 0) {
+          WakeOne();
+        }
         if (context->run_next != nullptr) {
           // The streak ran out: let the slot occupant queue behind what waited.
           Enqueue(context->run_next);

@@ -15,7 +15,8 @@
 //
 // Idle workers spin for `spin_time`, then park on a semaphore and use no CPU. A worker publishes
 // itself as a sleeper (seq_cst) before re-checking the queue; a producer publishes work (seq_cst)
-// before reading the sleeper count, so a wake-up is never lost.
+// before reading the sleeper count, so a wake-up is never lost. A batch publish wakes one worker;
+// a worker that dequeues and still sees work wakes the next (chained wake-up).
 //
 // Thread-safety: Schedule is thread-safe; Start/Stop are called by the owning runtime only.
 #pragma once
