@@ -82,6 +82,8 @@ class Actor {
   virtual ~Actor();
   Actor(const Actor&) = delete;
   Actor& operator=(const Actor&) = delete;
+  Actor(Actor&&) = delete;
+  Actor& operator=(Actor&&) = delete;
 
   // Returns this actor's id (empty before Register).
   const ActorId& SelfId() const { return self_; }

@@ -145,6 +145,7 @@ constexpr ActorId ServiceId(std::string_view name, NodeId node = 0) {
 // Returns true when `name` is a usable service name: 1 to 12 bytes, no NUL byte.
 constexpr bool IsValidServiceName(std::string_view name) {
   return !name.empty() && name.size() <= ActorId::kMaxServiceNameSize &&
+         // NOLINTNEXTLINE(abseil-string-find-str-contains): absl::StrContains is not constexpr.
          name.find('\0') == std::string_view::npos;
 }
 

@@ -77,6 +77,8 @@ class ActorSystem {
   ~ActorSystem();
   ActorSystem(const ActorSystem&) = delete;
   ActorSystem& operator=(const ActorSystem&) = delete;
+  ActorSystem(ActorSystem&&) = delete;
+  ActorSystem& operator=(ActorSystem&&) = delete;
 
   // Stops the node (see the file comment). Idempotent; the destructor calls it. Must be called
   // from outside the node's handlers (a call from a handler is logged and ignored).

@@ -20,6 +20,8 @@ class CheckFailure {
   [[noreturn]] ~CheckFailure();
   CheckFailure(const CheckFailure&) = delete;
   CheckFailure& operator=(const CheckFailure&) = delete;
+  CheckFailure(CheckFailure&&) = delete;
+  CheckFailure& operator=(CheckFailure&&) = delete;
 
   std::ostream& stream() { return stream_; }
 
@@ -34,21 +36,28 @@ struct CheckVoidify {
 }  // namespace troupe::internal
 
 // Aborts with a message when `cond` is false, in every build.
+// The expansion is the left operand of the caller's <<, so it cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define TROUPE_CHECK(cond)                      \
   (cond) ? (void)0                              \
          : ::troupe::internal::CheckVoidify() & \
                ::troupe::internal::CheckFailure(#cond, __FILE__, __LINE__).stream()
+// NOLINTEND(bugprone-macro-parentheses)
 
 #ifdef NDEBUG
-// Checks `cond` in debug builds only; the condition is not evaluated in release builds.
-#define TROUPE_DCHECK(cond) \
-  true ? (void)0 : ::troupe::internal::CheckVoidify() & ::troupe::internal::NullStream()
 namespace troupe::internal {
 inline std::ostream& NullStream() {
   static std::ostringstream sink;
   return sink;
 }
 }  // namespace troupe::internal
+
+// Checks `cond` in debug builds only; the condition is not evaluated in release builds.
+// Not parenthesized, as TROUPE_CHECK.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+#define TROUPE_DCHECK(cond) \
+  true ? (void)0 : ::troupe::internal::CheckVoidify() & ::troupe::internal::NullStream()
+// NOLINTEND(bugprone-macro-parentheses)
 #else
 #define TROUPE_DCHECK(cond) TROUPE_CHECK(cond)
 #endif

@@ -2,9 +2,9 @@
 #include "actors/config.h"
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
@@ -77,7 +77,9 @@ absl::StatusOr<proto::ActorSystemConfig> LoadConfigFile(const std::string& path)
   std::ifstream in(path);
   if (!in) {
     const int error = errno;
-    const std::string message = absl::StrCat("config file \"", path, "\": ", std::strerror(error));
+    // std::error_code's message is thread-safe; std::strerror is not.
+    const std::string message =
+        absl::StrCat("config file \"", path, "\": ", std::generic_category().message(error));
     return error == EACCES ? absl::PermissionDeniedError(message) : absl::NotFoundError(message);
   }
   std::ostringstream text;

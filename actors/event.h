@@ -68,6 +68,8 @@ class EventBase {
   virtual ~EventBase() = default;
   EventBase(const EventBase&) = delete;
   EventBase& operator=(const EventBase&) = delete;
+  EventBase(EventBase&&) = delete;
+  EventBase& operator=(EventBase&&) = delete;
 
   // Returns the event type.
   virtual EventType Type() const = 0;
@@ -161,6 +163,8 @@ class EventHandle : public internal::MailboxNode {
   ~EventHandle();
   EventHandle(const EventHandle&) = delete;
   EventHandle& operator=(const EventHandle&) = delete;
+  EventHandle(EventHandle&&) = delete;
+  EventHandle& operator=(EventHandle&&) = delete;
 
   // -- envelope ------------------------------------------------------------------------------
 
@@ -206,7 +210,9 @@ class EventHandle : public internal::MailboxNode {
   // kFailedPrecondition for a local event and kInternal when protobuf serialization fails.
   absl::Status Serialize();
   // Returns the serialized bytes (empty when the handle holds no bytes).
-  std::string_view bytes() const { return bytes_ ? std::string_view(*bytes_) : std::string_view(); }
+  std::string_view bytes() const {
+    return bytes_ != nullptr ? std::string_view{*bytes_} : std::string_view{};
+  }
 
   // Returns "type 0x... from ... to ..." for logs.
   std::string ToString() const;

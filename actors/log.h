@@ -49,7 +49,12 @@ absl::Status ParseLogLevel(std::string_view text, LogLevel* level);
 // Receives finished log lines. Implementations must not log themselves.
 class LogSink {
  public:
+  LogSink() = default;
   virtual ~LogSink() = default;
+  LogSink(const LogSink&) = delete;
+  LogSink& operator=(const LogSink&) = delete;
+  LogSink(LogSink&&) = delete;
+  LogSink& operator=(LogSink&&) = delete;
   // Writes one line; `line` has no trailing newline.
   virtual void Write(LogLevel level, LogComponent component, std::string_view line) = 0;
 };
@@ -70,6 +75,8 @@ class CapturingLogSink final : public LogSink {
   ~CapturingLogSink() override;
   CapturingLogSink(const CapturingLogSink&) = delete;
   CapturingLogSink& operator=(const CapturingLogSink&) = delete;
+  CapturingLogSink(CapturingLogSink&&) = delete;
+  CapturingLogSink& operator=(CapturingLogSink&&) = delete;
 
   void Write(LogLevel level, LogComponent component, std::string_view line) override;
   // Returns a copy of every line written so far.
@@ -94,6 +101,8 @@ class LogMessage {
   ~LogMessage();
   LogMessage(const LogMessage&) = delete;
   LogMessage& operator=(const LogMessage&) = delete;
+  LogMessage(LogMessage&&) = delete;
+  LogMessage& operator=(LogMessage&&) = delete;
 
   std::ostream& stream() { return stream_; }
 
@@ -118,6 +127,8 @@ inline bool LogIsOn(LogLevel level, LogComponent component) {
 }  // namespace troupe
 
 // Writes one log line when `level` (kTrace..kError) is enabled for `component` (kActors...).
+// The expansion is the left operand of the caller's <<, so it cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define TROUPE_LOG(level, component)                                                              \
   (static_cast<int>(::troupe::LogLevel::level) < TROUPE_LOG_MIN_LEVEL ||                          \
    !::troupe::internal::LogIsOn(::troupe::LogLevel::level, ::troupe::LogComponent::component))    \
@@ -126,3 +137,4 @@ inline bool LogIsOn(LogLevel level, LogComponent component) {
             ::troupe::internal::LogMessage(::troupe::LogLevel::level,                             \
                                            ::troupe::LogComponent::component, __FILE__, __LINE__) \
                 .stream()
+// NOLINTEND(bugprone-macro-parentheses)

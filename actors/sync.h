@@ -71,8 +71,11 @@ inline void TsanRelease([[maybe_unused]] const void* addr) {
 class ABSL_LOCKABLE Mutex {
  public:
   Mutex() = default;
+  ~Mutex() = default;
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
+  Mutex(Mutex&&) = delete;
+  Mutex& operator=(Mutex&&) = delete;
 
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void Unlock() ABSL_UNLOCK_FUNCTION() {
@@ -126,6 +129,8 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
   ~MutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
+  MutexLock(MutexLock&&) = delete;
+  MutexLock& operator=(MutexLock&&) = delete;
 
  private:
   Mutex* const mu_;
@@ -135,8 +140,11 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 class Notification {
  public:
   Notification() = default;
+  ~Notification() = default;
   Notification(const Notification&) = delete;
   Notification& operator=(const Notification&) = delete;
+  Notification(Notification&&) = delete;
+  Notification& operator=(Notification&&) = delete;
 
   // Wakes every waiter; must be called at most once.
   void Notify() {

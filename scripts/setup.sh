@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ clang libclang-rt-14-dev clang-format ccache
+  cmake ninja-build g++ clang libclang-rt-14-dev clang-format clang-tidy ccache
   libprotobuf-dev protobuf-compiler libasio-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -19,16 +19,16 @@ failed_builds=()
 for build in $builds; do
   case "$build" in
     release)
-      compilers=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++)
+      compilers=(-DCMAKE_CXX_COMPILER=g++)
       options=(-DCMAKE_BUILD_TYPE=Release)
       ;;
     asan)
-      compilers=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++)
+      compilers=(-DCMAKE_CXX_COMPILER=g++)
       options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTROUPE_SANITIZE=address,undefined
                -DTROUPE_BUILD_BENCHMARKS=OFF)
       ;;
     tsan)
-      compilers=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+      compilers=(-DCMAKE_CXX_COMPILER=clang++)
       options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTROUPE_SANITIZE=thread
                -DTROUPE_BUILD_BENCHMARKS=OFF)
       ;;

@@ -85,6 +85,8 @@ class ExecutorPool {
   ~ExecutorPool();
   ExecutorPool(const ExecutorPool&) = delete;
   ExecutorPool& operator=(const ExecutorPool&) = delete;
+  ExecutorPool(ExecutorPool&&) = delete;
+  ExecutorPool& operator=(ExecutorPool&&) = delete;
 
   // Starts the worker threads.
   void Start();

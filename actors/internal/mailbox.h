@@ -39,8 +39,11 @@ class alignas(64) Mailbox {
   enum State : uint32_t { kIdle = 0, kScheduled = 1 };
 
   Mailbox() = default;
+  ~Mailbox() = default;
   Mailbox(const Mailbox&) = delete;
   Mailbox& operator=(const Mailbox&) = delete;
+  Mailbox(Mailbox&&) = delete;
+  Mailbox& operator=(Mailbox&&) = delete;
 
   // -- writers (any thread) ---------------------------------------------------------------------
 

@@ -9,11 +9,7 @@ namespace troupe::internal {
 
 MailboxTable::MailboxTable(uint32_t max_mailboxes)
     : max_mailboxes_(std::min<uint64_t>(max_mailboxes, uint64_t{kChunkSize} * kMaxChunks - 1)),
-      chunks_(new std::atomic<Mailbox*>[kMaxChunks]) {
-  for (uint32_t i = 0; i < kMaxChunks; ++i) {
-    chunks_[i].store(nullptr, std::memory_order_relaxed);
-  }
-}
+      chunks_(kMaxChunks) {}
 
 MailboxTable::~MailboxTable() {
   for (uint32_t i = 0; i < kMaxChunks; ++i) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 
@@ -32,6 +33,8 @@ class MailboxTable {
   ~MailboxTable();
   MailboxTable(const MailboxTable&) = delete;
   MailboxTable& operator=(const MailboxTable&) = delete;
+  MailboxTable(MailboxTable&&) = delete;
+  MailboxTable& operator=(MailboxTable&&) = delete;
 
   // Returns the mailbox with `hint`, or nullptr when no mailbox with that hint was ever created.
   Mailbox* Get(uint32_t hint) const {
@@ -61,7 +64,8 @@ class MailboxTable {
 
  private:
   const uint32_t max_mailboxes_;
-  std::unique_ptr<std::atomic<Mailbox*>[]> chunks_;
+  // Value-initialized (null) chunk pointers; the vector itself never resizes.
+  std::vector<std::atomic<Mailbox*>> chunks_;
   mutable troupe::Mutex mu_;
   std::deque<uint32_t> free_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint32_t> next_hint_{1};

@@ -185,22 +185,22 @@ void Runtime::Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hin
 ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& options) {
   if (actor == nullptr) {
     TROUPE_LOG(kError, kActors) << "Register: null actor; nothing registered";
-    return ActorId();
+    return {};
   }
   const uint32_t pool = options.pool.value_or(default_pool_);
   if (pool >= pools_.size()) {
     TROUPE_LOG(kError, kActors) << "Register: pool index " << pool << " does not exist ("
                                 << pools_.size() << " pools); actor not registered";
-    return ActorId();
+    return {};
   }
   if (stopped()) {
-    return ActorId();
+    return {};
   }
   auto [mailbox, hint] = mailboxes_.Allocate();
   if (mailbox == nullptr) {
     TROUPE_LOG(kError, kActors) << "Register: mailbox table is full (" << config_.max_mailboxes()
                                 << " mailboxes; raise max_mailboxes); actor not registered";
-    return ActorId();
+    return {};
   }
   mailbox->set_pool(pool);
   Actor* raw = actor.release();
@@ -213,7 +213,7 @@ ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& o
 ActorId Runtime::RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> actor) {
   if (actor == nullptr) {
     TROUPE_LOG(kError, kActors) << "RegisterWithSameMailbox: null actor; nothing registered";
-    return ActorId();
+    return {};
   }
   Mailbox* mailbox = owner->mailbox_;
   Actor* raw = actor.release();

@@ -42,6 +42,8 @@ class Runtime {
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
+  Runtime(Runtime&&) = delete;
+  Runtime& operator=(Runtime&&) = delete;
 
   void Start();
   // Stops the scheduler and pools, destroys every actor and frees every queued event.

@@ -32,6 +32,8 @@ class Scheduler {
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
+  Scheduler(Scheduler&&) = delete;
+  Scheduler& operator=(Scheduler&&) = delete;
 
   void Start();
   // Stops the thread and frees every pending event (they are not delivered).

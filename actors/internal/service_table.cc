@@ -8,13 +8,7 @@
 namespace troupe::internal {
 
 ServiceTable::ServiceTable(uint32_t capacity)
-    : capacity_(capacity),
-      mask_(std::bit_ceil(size_t{capacity} * 2) - 1),
-      slots_(new std::atomic<const Entry*>[mask_ + 1]) {
-  for (size_t i = 0; i <= mask_; ++i) {
-    slots_[i].store(nullptr, std::memory_order_relaxed);
-  }
-}
+    : capacity_(capacity), mask_(std::bit_ceil(size_t{capacity} * 2) - 1), slots_(mask_ + 1) {}
 
 ServiceTable::~ServiceTable() = default;
 
@@ -59,14 +53,14 @@ ActorId ServiceTable::Lookup(const ActorId& service) const {
   for (size_t probes = 0; probes <= mask_; ++probes) {
     const Entry* entry = slots_[slot].load(std::memory_order_acquire);
     if (entry == nullptr) {
-      return ActorId();
+      return {};
     }
     if (entry->service == key) {
       return entry->actor;
     }
     slot = (slot + 1) & mask_;
   }
-  return ActorId();
+  return {};
 }
 
 }  // namespace troupe::internal

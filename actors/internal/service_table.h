@@ -29,6 +29,8 @@ class ServiceTable {
   ~ServiceTable();
   ServiceTable(const ServiceTable&) = delete;
   ServiceTable& operator=(const ServiceTable&) = delete;
+  ServiceTable(ServiceTable&&) = delete;
+  ServiceTable& operator=(ServiceTable&&) = delete;
 
   // Maps `service` (node id ignored) to `actor`, replacing any earlier mapping; an empty `actor`
   // removes it. kInvalidArgument when `service` is not a service id or `actor` is one (a service
@@ -48,7 +50,8 @@ class ServiceTable {
 
   const uint32_t capacity_;
   const size_t mask_;
-  std::unique_ptr<std::atomic<const Entry*>[]> slots_;
+  // Value-initialized (null) slots; the vector itself never resizes.
+  std::vector<std::atomic<const Entry*>> slots_;
   troupe::Mutex mu_;
   uint32_t used_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<const Entry>> entries_ ABSL_GUARDED_BY(mu_);

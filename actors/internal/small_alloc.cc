@@ -58,7 +58,7 @@ class Exchange {
 // Never destroyed: threads may free blocks during static destruction. Reachable through this
 // pointer, so leak checkers do not report the pooled blocks.
 Exchange& GlobalExchange() {
-  static Exchange* exchange = new Exchange();
+  static auto* exchange = new Exchange();
   return *exchange;
 }
 
@@ -71,6 +71,8 @@ class ThreadCache {
   ThreadCache() = default;
   ThreadCache(const ThreadCache&) = delete;
   ThreadCache& operator=(const ThreadCache&) = delete;
+  ThreadCache(ThreadCache&&) = delete;
+  ThreadCache& operator=(ThreadCache&&) = delete;
 
   ~ThreadCache() {
     tls_cache_dead = true;
