@@ -12,34 +12,29 @@ std::string EventBase::ToString() const { return absl::StrFormat("event 0x%08x",
 
 EventHandle::EventHandle(ActorId recipient, ActorId sender, std::unique_ptr<EventBase> event,
                          uint32_t flags, uint64_t cookie, ActorId forward_to, uint64_t trace_id)
-    : type_(event->Type()),
-      flags_(flags),
-      recipient_(recipient),
-      sender_(sender),
-      forward_to_(forward_to),
-      cookie_(cookie),
-      trace_id_(trace_id),
-      event_(std::move(event)) {}
+    : EventHandle(event->Type(), recipient, sender, flags, cookie, forward_to, trace_id) {
+  event_ = std::move(event);
+}
 
 EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, std::string bytes,
                          uint32_t flags, uint64_t cookie, ActorId forward_to, uint64_t trace_id)
+    : EventHandle(type, recipient, sender, flags, cookie, forward_to, trace_id) {
+  bytes_ = std::make_unique<std::string>(std::move(bytes));
+}
+
+EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, uint32_t flags,
+                         uint64_t cookie)
+    : EventHandle(type, recipient, sender, flags, cookie, ActorId(), 0) {}
+
+EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, uint32_t flags,
+                         uint64_t cookie, ActorId forward_to, uint64_t trace_id)
     : type_(type),
       flags_(flags),
       recipient_(recipient),
       sender_(sender),
       forward_to_(forward_to),
       cookie_(cookie),
-      trace_id_(trace_id),
-      bytes_(std::make_unique<std::string>(std::move(bytes))) {}
-
-EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, uint32_t flags,
-                         uint64_t cookie)
-    : type_(type),
-      flags_(flags),
-      recipient_(recipient),
-      sender_(sender),
-      cookie_(cookie),
-      trace_id_(0) {}
+      trace_id_(trace_id) {}
 
 EventHandle::~EventHandle() = default;
 

@@ -223,6 +223,10 @@ class EventHandle : public internal::MailboxNode {
   }
 
  private:
+  // The envelope alone; the public constructors delegate here and add the body.
+  EventHandle(EventType type, ActorId recipient, ActorId sender, uint32_t flags, uint64_t cookie,
+              ActorId forward_to, uint64_t trace_id);
+
   EventType type_;
   uint32_t flags_;
   ActorId recipient_;

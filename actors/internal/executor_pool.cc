@@ -14,6 +14,12 @@ namespace {
 
 thread_local WorkerContext* tls_worker = nullptr;
 
+// Adds to a counter only the owning worker writes; relaxed load+store (no read-modify-write), the
+// atomic only makes concurrent reads by Stats() well-defined.
+inline void AddOwned(std::atomic<uint64_t>& counter, uint64_t n) {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -53,13 +59,8 @@ void ExecutorPool::Stop() {
     thread.join();
   }
   threads_.clear();
-  // Mailboxes left in run-next slots are still scheduled; keep them findable for the final drain.
-  for (auto& context : contexts_) {
-    if (context->run_next != nullptr) {
-      Enqueue(context->run_next);
-      context->run_next = nullptr;
-    }
-  }
+  // Mailboxes left queued or in run-next slots need nothing here: the runtime frees their events
+  // by walking the mailbox table.
 }
 
 void ExecutorPool::Schedule(Mailbox* mailbox) {
@@ -211,8 +212,7 @@ void ExecutorPool::WorkerLoop(WorkerContext* context, uint32_t worker) {
       }
       // A producer already took our sleeper slot and owes us a token: consume it.
     }
-    context->parks.store(context->parks.load(std::memory_order_relaxed) + 1,
-                         std::memory_order_relaxed);
+    AddOwned(context->parks, 1);
     wake_.acquire();
   }
   tls_worker = nullptr;
@@ -220,8 +220,7 @@ void ExecutorPool::WorkerLoop(WorkerContext* context, uint32_t worker) {
 
 void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   context->current = mailbox;
-  context->activations.store(context->activations.load(std::memory_order_relaxed) + 1,
-                             std::memory_order_relaxed);
+  AddOwned(context->activations, 1);
   // The clock is first read at the 8th event: most activations handle a few events and never
   // pay for it. The time budget is therefore measured from the 8th event on.
   std::chrono::steady_clock::time_point start;
@@ -262,9 +261,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       }
     }
     if (handled >= settings_.max_events || over_time) {
-      context->budget_preemptions.store(
-          context->budget_preemptions.load(std::memory_order_relaxed) + 1,
-          std::memory_order_relaxed);
+      AddOwned(context->budget_preemptions, 1);
       mailbox->set_cursor(cursor);
       // To the back of the queue. No wake-up: this worker dequeues again right away, and waking
       // a parked one only to hand it this mailbox would move a lone busy actor between cores.
@@ -273,8 +270,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
     }
   }
   FlushDeferred(context);
-  context->events.store(context->events.load(std::memory_order_relaxed) + handled,
-                        std::memory_order_relaxed);
+  AddOwned(context->events, handled);
   context->current = nullptr;
 }
 
