@@ -48,6 +48,8 @@ TimerCookie Actor::ScheduleWakeup(absl::Duration delay, uint64_t tag) const {
   return Schedule(delay, std::make_unique<EvWakeup>(tag));
 }
 
+absl::Time Actor::Now() const { return system_->runtime()->Now(); }
+
 ActorId Actor::Register(std::unique_ptr<Actor> actor, RegisterOptions options) const {
   return system_->runtime()->Register(std::move(actor), options);
 }

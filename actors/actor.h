@@ -134,6 +134,10 @@ class Actor {
   // Sends EvWakeup{tag} to this actor after `delay`.
   TimerCookie ScheduleWakeup(absl::Duration delay, uint64_t tag = 0) const;
 
+  // Returns the node's clock (simulated under the deterministic test runtime; see
+  // ActorSystem::Now). Use it rather than absl::Now() for anything a test should control.
+  absl::Time Now() const;
+
   // -- spawning --------------------------------------------------------------------------------
 
   // Registers `actor` on its own new mailbox (see ActorSystem::Register).

@@ -2,6 +2,7 @@
 #include "actors/actor_system.h"
 
 #include "actors/config.h"
+#include "actors/internal/driver.h"
 #include "actors/internal/runtime.h"
 #include "actors/log.h"
 
@@ -9,6 +10,20 @@ namespace troupe {
 
 absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Create(
     const proto::ActorSystemConfig& config) {
+  absl::StatusOr<std::unique_ptr<ActorSystem>> system = Build(config, nullptr, 0);
+  if (system.ok()) {
+    (*system)->runtime_->Start();
+  }
+  return system;
+}
+
+absl::StatusOr<std::unique_ptr<ActorSystem>> internal::CreateDrivenSystem(
+    const proto::ActorSystemConfig& config, Driver* driver, uint64_t first_local_id) {
+  return ActorSystem::Build(config, driver, first_local_id);
+}
+
+absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Build(
+    const proto::ActorSystemConfig& config, internal::Driver* driver, uint64_t first_local_id) {
   if (absl::Status status = ValidateConfig(config); !status.ok()) {
     return status;
   }
@@ -19,8 +34,8 @@ absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Create(
   }
   SetLogLevel(level);
   std::unique_ptr<ActorSystem> system(new ActorSystem());
-  system->runtime_ = std::make_unique<internal::Runtime>(system.get(), std::move(full));
-  system->runtime_->Start();
+  system->runtime_ =
+      std::make_unique<internal::Runtime>(system.get(), std::move(full), driver, first_local_id);
   return system;
 }
 
@@ -67,6 +82,8 @@ absl::StatusOr<uint32_t> ActorSystem::PoolIndex(std::string_view name) const {
 }
 
 const proto::ActorSystemConfig& ActorSystem::config() const { return runtime_->config(); }
+
+absl::Time ActorSystem::Now() const { return runtime_->Now(); }
 
 ActorSystemCounters ActorSystem::Counters() const {
   ActorSystemCounters counters;

@@ -41,8 +41,11 @@
 namespace troupe {
 
 namespace internal {
+class Driver;
 class Runtime;
-}
+absl::StatusOr<std::unique_ptr<ActorSystem>> CreateDrivenSystem(
+    const proto::ActorSystemConfig& config, Driver* driver, uint64_t first_local_id);
+}  // namespace internal
 
 // Counters of one executor pool.
 struct PoolCounters {
@@ -118,11 +121,21 @@ class ActorSystem {
   const proto::ActorSystemConfig& config() const;
   // Reads every counter without stopping anything.
   ActorSystemCounters Counters() const;
+  // Returns the node's clock: absl::Now(), or the simulated time when the deterministic test
+  // runtime runs the node. Actors that measure time through it can be tested without sleeping.
+  absl::Time Now() const;
 
   internal::Runtime* runtime() const { return runtime_.get(); }
 
  private:
+  friend absl::StatusOr<std::unique_ptr<ActorSystem>> internal::CreateDrivenSystem(
+      const proto::ActorSystemConfig& config, internal::Driver* driver, uint64_t first_local_id);
+
   ActorSystem() = default;
+  // Validates `config` and builds the runtime (not started).
+  static absl::StatusOr<std::unique_ptr<ActorSystem>> Build(const proto::ActorSystemConfig& config,
+                                                            internal::Driver* driver,
+                                                            uint64_t first_local_id);
 
   std::unique_ptr<internal::Runtime> runtime_;
 };

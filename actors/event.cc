@@ -76,8 +76,28 @@ std::string_view UndeliveredReasonName(UndeliveredReason reason) {
       return "parse-error";
     case UndeliveredReason::kShutdown:
       return "shutdown";
+    case UndeliveredReason::kNotSerializable:
+      return "not-serializable";
   }
   return "unknown";
+}
+
+bool EvUndelivered::SerializeToString(std::string* out) const {
+  proto::Undelivered wire;
+  wire.set_reason(static_cast<uint32_t>(reason));
+  wire.set_source_type(source_type);
+  wire.set_cookie(cookie);
+  wire.set_unsure(unsure);
+  return wire.AppendToString(out);
+}
+
+std::unique_ptr<EvUndelivered> EvUndelivered::Load(std::string_view bytes) {
+  proto::Undelivered wire;
+  if (!wire.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return nullptr;
+  }
+  return std::make_unique<EvUndelivered>(static_cast<UndeliveredReason>(wire.reason()),
+                                         wire.source_type(), wire.cookie(), wire.unsure());
 }
 
 std::string EvUndelivered::ToString() const {

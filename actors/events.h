@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,8 @@ enum class UndeliveredReason : uint32_t {
   kParseError = 6,
   // The actor system is stopping.
   kShutdown = 7,
+  // The event had to cross nodes but is local (not an EventPB) or did not serialize.
+  kNotSerializable = 8,
 };
 
 // Returns "actor-not-found", "unknown-service", ...
@@ -61,14 +64,23 @@ struct EvWakeup final : EventLocal<EvWakeup, kEvWakeup> {
   uint64_t tag;
 };
 
-struct EvUndelivered final : EventLocal<EvUndelivered, kEvUndelivered> {
+// Plain fields for handlers; it crosses nodes as proto::Undelivered (a sender on another node
+// must learn about its lost event too).
+struct EvUndelivered final : EventBase {
+  static constexpr EventType kEventType = kEvUndelivered;
+
   EvUndelivered(UndeliveredReason reason_value, EventType source_type_value, uint64_t cookie_value,
                 bool unsure_value = false)
       : reason(reason_value),
         source_type(source_type_value),
         cookie(cookie_value),
         unsure(unsure_value) {}
+  EventType Type() const override { return kEventType; }
+  bool IsSerializable() const override { return true; }
+  bool SerializeToString(std::string* out) const override;
   std::string ToString() const override;
+  // Parses the wire form; nullptr when `bytes` is not a valid proto::Undelivered.
+  static std::unique_ptr<EvUndelivered> Load(std::string_view bytes);
 
   UndeliveredReason reason;
   EventType source_type;

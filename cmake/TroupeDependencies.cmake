@@ -6,6 +6,9 @@ find_package(Protobuf REQUIRED)
 
 if(TROUPE_BUILD_TESTS)
   find_package(GTest REQUIRED)
+else()
+  # troupe::testing (the deterministic test runtime, for users' tests too) needs it.
+  find_package(GTest QUIET)
 endif()
 if(TROUPE_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)

@@ -4,14 +4,19 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS troupe_proto troupe_actors EXPORT TroupeTargets
+set(_troupe_targets troupe_proto troupe_actors)
+set(TROUPE_INSTALL_TESTING OFF)
+if(TARGET troupe_testing)
+  list(APPEND _troupe_targets troupe_testing)
+  set(TROUPE_INSTALL_TESTING ON)
+endif()
+install(TARGETS ${_troupe_targets} EXPORT TroupeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/actors/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actors
         FILES_MATCHING PATTERN "*.h"
-        PATTERN "internal" EXCLUDE
-        PATTERN "testing" EXCLUDE)
+        PATTERN "internal" EXCLUDE)
 # The internal headers public ones include (EventHandle's intrusive link and allocator).
 install(FILES "${PROJECT_SOURCE_DIR}/actors/internal/mailbox_node.h"
               "${PROJECT_SOURCE_DIR}/actors/internal/small_alloc.h"

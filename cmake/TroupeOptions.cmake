@@ -17,6 +17,14 @@ if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
 endif()
 
+# The shuffle debug aid (proto ShuffleConfig) is compiled into Debug and sanitizer builds.
+set(_troupe_shuffle OFF)
+if(CMAKE_BUILD_TYPE STREQUAL "Debug" OR TROUPE_SANITIZE)
+  set(_troupe_shuffle ON)
+endif()
+option(TROUPE_ENABLE_SHUFFLE "Honour the shuffle config (random ready order) in this build"
+       ${_troupe_shuffle})
+
 set(CMAKE_CXX_STANDARD 20)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
 set(CMAKE_CXX_EXTENSIONS OFF)

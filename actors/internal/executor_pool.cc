@@ -28,12 +28,25 @@ inline void CpuRelax() {
 #endif
 }
 
+// xorshift64: plenty for picking places and budgets; `state` must not be zero.
+inline uint64_t NextRandom(uint64_t& state) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return state;
+}
+
+inline uint64_t NonZeroSeed(uint64_t seed) { return seed == 0 ? 0x9e3779b97f4a7c15ULL : seed; }
+
 }  // namespace
 
 WorkerContext* CurrentWorker() { return tls_worker; }
 
 ExecutorPool::ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settings)
-    : runtime_(runtime), index_(index), settings_(std::move(settings)) {}
+    : runtime_(runtime),
+      index_(index),
+      settings_(std::move(settings)),
+      shuffle_state_(NonZeroSeed(settings_.shuffle_seed)) {}
 
 ExecutorPool::~ExecutorPool() { Stop(); }
 
@@ -43,6 +56,7 @@ void ExecutorPool::Start() {
   for (uint32_t i = 0; i < settings_.threads; ++i) {
     contexts_.push_back(std::make_unique<WorkerContext>());
     contexts_.back()->pool = this;
+    contexts_.back()->shuffle_state = NonZeroSeed(settings_.shuffle_seed + i + 1);
   }
   for (uint32_t i = 0; i < settings_.threads; ++i) {
     threads_.emplace_back([this, i] { WorkerLoop(contexts_[i].get(), i); });
@@ -64,6 +78,11 @@ void ExecutorPool::Stop() {
 }
 
 void ExecutorPool::Schedule(Mailbox* mailbox) {
+  if (settings_.shuffle) [[unlikely]] {
+    EnqueueShuffled(mailbox);
+    WakeOne();
+    return;
+  }
   WorkerContext* context = tls_worker;
   if (context != nullptr && context->pool == this && context->current != nullptr &&
       !stopping_.load(std::memory_order_relaxed)) {
@@ -112,6 +131,38 @@ void ExecutorPool::EnqueueList(Mailbox* first, Mailbox* last, uint32_t count) {
   }
   // seq_cst: published before WakeOne reads sleepers_ (pairs with the worker's park sequence).
   queued_.fetch_add(count, std::memory_order_seq_cst);
+}
+
+void ExecutorPool::EnqueueShuffled(Mailbox* mailbox) {
+  {
+    troupe::MutexLock lock(&mu_);
+    uint32_t window = 0;
+    for (Mailbox* m = head_; m != nullptr && window < kShuffleWindow; m = m->next_ready) {
+      ++window;
+    }
+    const uint64_t place = NextRandom(shuffle_state_) % (window + 1);
+    if (place == window) {
+      mailbox->next_ready = nullptr;
+      if (tail_ == nullptr) {
+        head_ = mailbox;
+      } else {
+        tail_->next_ready = mailbox;
+      }
+      tail_ = mailbox;
+    } else if (place == 0) {
+      mailbox->next_ready = head_;
+      head_ = mailbox;
+    } else {
+      Mailbox* before = head_;
+      for (uint64_t i = 1; i < place; ++i) {
+        before = before->next_ready;
+      }
+      mailbox->next_ready = before->next_ready;
+      before->next_ready = mailbox;
+    }
+  }
+  // seq_cst: as in EnqueueList.
+  queued_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 Mailbox* ExecutorPool::Dequeue() {
@@ -226,6 +277,10 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   std::chrono::steady_clock::time_point start;
   const auto max_time = absl::ToChronoNanoseconds(settings_.max_time);
   uint32_t handled = 0;
+  uint32_t max_events = settings_.max_events;
+  if (settings_.shuffle) [[unlikely]] {
+    max_events = 1 + static_cast<uint32_t>(NextRandom(context->shuffle_state) % max_events);
+  }
   bool retried = false;
   MailboxNode* cursor = mailbox->cursor();
   while (true) {
@@ -260,7 +315,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
         over_time = now - start >= max_time;
       }
     }
-    if (handled >= settings_.max_events || over_time) {
+    if (handled >= max_events || over_time) {
       AddOwned(context->budget_preemptions, 1);
       mailbox->set_cursor(cursor);
       // To the back of the queue. No wake-up: this worker dequeues again right away, and waking

@@ -13,6 +13,10 @@
 // Budgets: one activation handles at most `max_events` events and runs at most `max_time`; then
 // the mailbox goes to the back of the shared queue.
 //
+// Shuffle (a debug aid, see proto ShuffleConfig): every activation goes through the shared queue
+// at a random place among its first kShuffleWindow entries, and each activation's event budget is
+// drawn at random, so ready mailboxes run in an order no code should depend on.
+//
 // Idle workers spin for `spin_time`, then park on a semaphore and use no CPU. A worker publishes
 // itself as a sleeper (seq_cst) before re-checking the queue; a producer publishes work (seq_cst)
 // before reading the sleeper count, so a wake-up is never lost. A batch publish wakes one worker;
@@ -46,6 +50,9 @@ struct PoolSettings {
   absl::Duration spin_time = absl::Microseconds(20);
   uint32_t max_events = 100;
   absl::Duration max_time = absl::Milliseconds(10);
+  // Random ready order (debug aid); the seed makes each pool's choices reproducible on one thread.
+  bool shuffle = false;
+  uint64_t shuffle_seed = 0;
 };
 
 // Counters of one pool, summed over its workers; read without stopping the pool.
@@ -66,6 +73,8 @@ struct WorkerContext {
   Mailbox* deferred_head = nullptr;
   Mailbox* deferred_tail = nullptr;
   uint32_t deferred_count = 0;
+  // Shuffle mode only: this worker's generator for random budgets (xorshift64, never zero).
+  uint64_t shuffle_state = 1;
   // Counters are written by the owning worker only; atomics so readers on other threads are safe.
   std::atomic<uint64_t> events{0};
   std::atomic<uint64_t> activations{0};
@@ -80,6 +89,7 @@ class ExecutorPool {
  public:
   static constexpr uint32_t kMaxRunNextStreak = 16;
   static constexpr uint32_t kMaxDeferred = 64;
+  static constexpr uint32_t kShuffleWindow = 64;
 
   ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settings);
   ~ExecutorPool();
@@ -107,7 +117,15 @@ class ExecutorPool {
   void WorkerLoop(WorkerContext* context, uint32_t worker);
   // Runs one activation of `mailbox` within the budget.
   void Run(WorkerContext* context, Mailbox* mailbox);
-  void Enqueue(Mailbox* mailbox) { EnqueueList(mailbox, mailbox, 1); }
+  void Enqueue(Mailbox* mailbox) {
+    if (settings_.shuffle) [[unlikely]] {
+      EnqueueShuffled(mailbox);
+      return;
+    }
+    EnqueueList(mailbox, mailbox, 1);
+  }
+  // Inserts `mailbox` at a random place among the first kShuffleWindow queued ones (or last).
+  void EnqueueShuffled(Mailbox* mailbox);
   // Appends the chain first..last (linked through next_ready) of `count` mailboxes.
   void EnqueueList(Mailbox* first, Mailbox* last, uint32_t count);
   void FlushDeferred(WorkerContext* context);
@@ -127,6 +145,7 @@ class ExecutorPool {
   std::atomic<int32_t> sleepers_{0};
   std::counting_semaphore<> wake_{0};
   std::atomic<bool> stopping_{false};
+  uint64_t shuffle_state_ ABSL_GUARDED_BY(mu_);
 
   std::vector<std::unique_ptr<WorkerContext>> contexts_;
   std::vector<std::thread> threads_;

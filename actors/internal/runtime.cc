@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/internal/runtime.h"
 
+#include <cstdlib>
 #include <exception>
+#include <optional>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -11,13 +14,51 @@
 
 namespace troupe::internal {
 
-Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config)
+namespace {
+
+// Returns the shuffle seed when this node should shuffle (config or TROUPE_SHUFFLE=<seed>).
+std::optional<uint64_t> ShuffleSeed(const proto::ActorSystemConfig& config) {
+  std::optional<uint64_t> seed;
+  if (config.shuffle().enabled()) {
+    seed = config.shuffle().has_seed() ? config.shuffle().seed()
+                                       : static_cast<uint64_t>(absl::GetCurrentTimeNanos());
+  }
+  if (const char* env = std::getenv("TROUPE_SHUFFLE"); env != nullptr && *env != '\0') {
+    uint64_t value = 0;
+    if (absl::SimpleAtoi(env, &value)) {
+      seed = value;
+    } else {
+      TROUPE_LOG(kWarn, kActors) << "TROUPE_SHUFFLE=\"" << env
+                                 << "\" is not an unsigned 64-bit seed; ignored";
+    }
+  }
+  if (!seed.has_value()) {
+    return std::nullopt;
+  }
+#if defined(TROUPE_ENABLE_SHUFFLE)
+  TROUPE_LOG(kInfo, kActors) << "node " << config.node_id() << ": shuffling ready mailboxes, seed "
+                             << *seed;
+  return seed;
+#else
+  TROUPE_LOG(kWarn, kActors) << "shuffle requested but this build was made without "
+                                "TROUPE_ENABLE_SHUFFLE (Debug and sanitizer builds have it); ignored";
+  return std::nullopt;
+#endif
+}
+
+}  // namespace
+
+Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* driver,
+                 uint64_t first_local_id)
     : system_(system),
+      driver_(driver),
       config_(std::move(config)),
       node_id_(config_.node_id()),
       mailboxes_(config_.max_mailboxes()),
       services_(config_.max_services()),
-      next_local_id_(static_cast<uint64_t>(absl::GetCurrentTimeNanos())) {
+      next_local_id_(driver != nullptr ? first_local_id
+                                       : static_cast<uint64_t>(absl::GetCurrentTimeNanos())) {
+  const std::optional<uint64_t> shuffle_seed = ShuffleSeed(config_);
   for (int i = 0; i < config_.pools_size(); ++i) {
     const proto::PoolConfig& pool = config_.pools(i);
     PoolSettings settings;
@@ -26,6 +67,8 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config)
     settings.spin_time = absl::Microseconds(static_cast<int64_t>(pool.spin_time_us()));
     settings.max_events = pool.max_events_per_activation();
     settings.max_time = absl::Microseconds(static_cast<int64_t>(pool.max_activation_time_us()));
+    settings.shuffle = shuffle_seed.has_value();
+    settings.shuffle_seed = shuffle_seed.value_or(0) + static_cast<uint64_t>(i) * 0x10001;
     pools_.push_back(std::make_unique<ExecutorPool>(this, static_cast<uint32_t>(i), settings));
     if (pool.name() == config_.default_pool()) {
       default_pool_ = static_cast<uint32_t>(i);
@@ -38,6 +81,9 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config)
 Runtime::~Runtime() { Stop(); }
 
 void Runtime::Start() {
+  if (driver_ != nullptr) {
+    return;  // the driver is every thread of this node
+  }
   for (auto& pool : pools_) {
     pool->Start();
   }
@@ -93,9 +139,13 @@ absl::StatusOr<uint32_t> Runtime::PoolIndex(std::string_view name) const {
 
 // -- delivery -----------------------------------------------------------------------------------
 
-void Runtime::Send(EventHandlePtr ev) {
+void Runtime::Deliver(EventHandlePtr ev) {
   ActorId recipient = ev->recipient();
   if (!IsLocal(recipient)) {
+    if (driver_ != nullptr) {
+      driver_->RouteRemote(this, std::move(ev));
+      return;
+    }
     Undeliverable(std::move(ev), UndeliveredReason::kNoRoute);
     return;
   }
@@ -113,11 +163,11 @@ void Runtime::Send(EventHandlePtr ev) {
     return;
   }
   if (mailbox->Push(ev.release())) {
-    pools_[mailbox->pool()]->Schedule(mailbox);
+    Activate(mailbox);
   }
 }
 
-void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason) {
+void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool unsure) {
   if (ev->HasFlag(kForwardOnNondelivery) && !ev->forward_to().IsEmpty()) {
     // Forward once: the forwarded event keeps tracking but cannot be forwarded again.
     ev->set_recipient(ev->forward_to());
@@ -125,12 +175,15 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason) {
     Send(std::move(ev));
     return;
   }
-  if (ev->HasFlag(kTrackDelivery) && !ev->sender().IsEmpty() && !stopped()) {
+  const bool report =
+      ev->HasFlag(kTrackDelivery) || (unsure && ev->HasFlag(kGenerateUnsureUndelivered));
+  if (report && !ev->sender().IsEmpty() && !stopped()) {
     TROUPE_LOG(kDebug, kActors) << "undelivered (" << UndeliveredReasonName(reason)
-                                << "): " << ev->ToString();
+                                << (unsure ? ", unsure" : "") << "): " << ev->ToString();
     Send(std::make_unique<EventHandle>(
         ev->sender(), ev->recipient(),
-        std::make_unique<EvUndelivered>(reason, ev->type(), ev->cookie()), kNoFlags, ev->cookie()));
+        std::make_unique<EvUndelivered>(reason, ev->type(), ev->cookie(), unsure), kNoFlags,
+        ev->cookie()));
     return;
   }
   dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -206,7 +259,7 @@ ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& o
   Actor* raw = actor.release();
   Attach(mailbox, raw, pool, hint);
   const ActorId self = raw->self_;
-  pools_[pool]->Schedule(mailbox);
+  Activate(mailbox);
   return self;
 }
 

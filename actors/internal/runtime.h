@@ -3,7 +3,8 @@
 // The implementation behind ActorSystem: delivery rules, dispatch, registration and shutdown.
 //
 // Delivery rules, in order (DESIGN.md):
-//   1. recipient on another node → interconnect (none yet in actors/: reported as kNoRoute);
+//   1. recipient on another node → the driver's RouteRemote when a driver runs the node (the
+//      deterministic test runtime's simulated interconnect); otherwise reported as kNoRoute;
 //   2. local recipient → its mailbox after the service rewrite; the pusher that activates an idle
 //      mailbox hands it to the mailbox's pool;
 //   3. missing mailbox or actor → forward target if set, else Undelivered to a tracking sender,
@@ -21,8 +22,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 #include "actors/actor.h"
+#include "actors/internal/driver.h"
 #include "actors/internal/executor_pool.h"
 #include "actors/internal/mailbox_table.h"
 #include "actors/internal/scheduler.h"
@@ -37,8 +41,11 @@ namespace troupe::internal {
 
 class Runtime {
  public:
-  // `config` must be validated and have defaults filled in.
-  Runtime(ActorSystem* system, proto::ActorSystemConfig config);
+  // `config` must be validated and have defaults filled in. With a `driver` (see driver.h) no
+  // thread is started and local ids start at `first_local_id`; without one they start at the wall
+  // clock in nanoseconds.
+  Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* driver = nullptr,
+          uint64_t first_local_id = 0);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -52,14 +59,29 @@ class Runtime {
 
   // -- delivery ---------------------------------------------------------------------------------
 
-  void Send(EventHandlePtr ev);
-  // Applies rule 3 to an event that cannot be delivered.
-  void Undeliverable(EventHandlePtr ev, UndeliveredReason reason);
-  // Hands `ev` to its actor in `mailbox` (worker owning the mailbox only).
+  // Sends `ev`: through the driver when there is one, else straight to Deliver.
+  void Send(EventHandlePtr ev) {
+    if (driver_ != nullptr) [[unlikely]] {
+      driver_->OnSend(this, std::move(ev));
+      return;
+    }
+    Deliver(std::move(ev));
+  }
+  // Applies the delivery rules to `ev` (the driver calls it for events it lets through).
+  void Deliver(EventHandlePtr ev);
+  // Applies rule 3 to an event that cannot be delivered. `unsure` marks an event whose fate is
+  // unknown (a session died with it in flight): it is reported to a sender that tracked it or
+  // asked for kGenerateUnsureUndelivered.
+  void Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool unsure = false);
+  // Hands `ev` to its actor in `mailbox` (the reader owning the mailbox only).
   void Dispatch(Mailbox* mailbox, EventHandlePtr ev);
   TimerCookie Schedule(absl::Duration delay, EventHandlePtr ev) {
+    if (driver_ != nullptr) {
+      return driver_->Schedule(this, delay, std::move(ev));
+    }
     return scheduler_->Schedule(delay, std::move(ev));
   }
+  absl::Time Now() const { return driver_ != nullptr ? driver_->Now() : absl::Now(); }
 
   // -- actors -----------------------------------------------------------------------------------
 
@@ -82,11 +104,20 @@ class Runtime {
 
  private:
   bool IsLocal(const ActorId& id) const { return id.node_id() == 0 || id.node_id() == node_id_; }
+  // Hands a mailbox the caller moved to kScheduled to its reader.
+  void Activate(Mailbox* mailbox) {
+    if (driver_ != nullptr) [[unlikely]] {
+      driver_->MailboxReady(this, mailbox);
+      return;
+    }
+    pools_[mailbox->pool()]->Schedule(mailbox);
+  }
   void Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hint);
   void Destroy(Mailbox* mailbox, Actor* actor);
   void FreeAllQueued();
 
   ActorSystem* const system_;
+  Driver* const driver_;
   const proto::ActorSystemConfig config_;
   const NodeId node_id_;
   uint32_t default_pool_ = 0;
@@ -95,7 +126,8 @@ class Runtime {
   std::vector<std::unique_ptr<ExecutorPool>> pools_;
   std::unique_ptr<Scheduler> scheduler_;
   // Starts at the wall clock in nanoseconds, so ids of a restarted node do not collide with the
-  // old incarnation's (that would need more than one registration per nanosecond).
+  // old incarnation's (that would need more than one registration per nanosecond). A driver
+  // chooses the start instead.
   std::atomic<uint64_t> next_local_id_;
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> failed_actors_{0};
