@@ -85,6 +85,7 @@ class ActorId {
   // -- comparison and hashing ------------------------------------------------------------------
 
   friend constexpr bool operator==(const ActorId&, const ActorId&) = default;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=> (sorting ids).
   friend constexpr auto operator<=>(const ActorId&, const ActorId&) = default;
 
   template <typename H>

@@ -3,13 +3,13 @@
 // Driver: what replaces a node's threads when something else runs it.
 //
 // A runtime created with a driver starts no worker and no scheduler thread. Instead:
-//   | runtime step                          | without a driver            | with a driver            |
+//   | runtime step                          | without a driver            | with a driver |
 //   |---------------------------------------|-----------------------------|--------------------------|
-//   | Send (every event, timers included)   | Deliver at once             | OnSend, which may Deliver |
-//   | recipient on another node (rule 1)    | Undelivered{kNoRoute}       | RouteRemote              |
-//   | a mailbox became scheduled            | its pool's ready queue      | MailboxReady             |
-//   | delayed send                          | the scheduler thread        | Schedule                 |
-//   | Now()                                 | absl::Now()                 | Now                      |
+//   | Send (every event, timers included)   | Deliver at once             | OnSend, which may
+//   Deliver | | recipient on another node (rule 1)    | Undelivered{kNoRoute}       | RouteRemote |
+//   | a mailbox became scheduled            | its pool's ready queue      | MailboxReady | |
+//   delayed send                          | the scheduler thread        | Schedule | | Now() |
+//   absl::Now()                 | Now                      |
 // The deterministic test runtime (actors/testing/) is the driver: it runs every node of a test on
 // one thread, in an order drawn from a seeded generator, under simulated time.
 //
@@ -17,6 +17,7 @@
 // calls everything from its own single thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -56,6 +57,8 @@ class Driver {
   virtual TimerCookie Schedule(Runtime* runtime, absl::Duration delay, EventHandlePtr ev) = 0;
   // Returns the node's clock.
   virtual absl::Time Now() const = 0;
+  // Returns the number of `runtime`'s delayed sends not yet due (cancelled ones included).
+  virtual size_t PendingTimers(const Runtime* runtime) const = 0;
 };
 
 // Creates a node run by `driver` (which must outlive it). Local ids start at `first_local_id`, so

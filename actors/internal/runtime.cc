@@ -23,6 +23,7 @@ std::optional<uint64_t> ShuffleSeed(const proto::ActorSystemConfig& config) {
     seed = config.shuffle().has_seed() ? config.shuffle().seed()
                                        : static_cast<uint64_t>(absl::GetCurrentTimeNanos());
   }
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read at node start; Troupe never calls setenv.
   if (const char* env = std::getenv("TROUPE_SHUFFLE"); env != nullptr && *env != '\0') {
     uint64_t value = 0;
     if (absl::SimpleAtoi(env, &value)) {
@@ -40,8 +41,9 @@ std::optional<uint64_t> ShuffleSeed(const proto::ActorSystemConfig& config) {
                              << *seed;
   return seed;
 #else
-  TROUPE_LOG(kWarn, kActors) << "shuffle requested but this build was made without "
-                                "TROUPE_ENABLE_SHUFFLE (Debug and sanitizer builds have it); ignored";
+  TROUPE_LOG(kWarn, kActors)
+      << "shuffle requested but this build was made without "
+         "TROUPE_ENABLE_SHUFFLE (Debug and sanitizer builds have it); ignored";
   return std::nullopt;
 #endif
 }

@@ -100,7 +100,9 @@ class Runtime {
   absl::StatusOr<uint32_t> PoolIndex(std::string_view name) const;
   uint64_t dropped_events() const { return dropped_.load(std::memory_order_relaxed); }
   uint64_t failed_actors() const { return failed_actors_.load(std::memory_order_relaxed); }
-  size_t PendingTimers() const { return scheduler_->PendingCount(); }
+  size_t PendingTimers() const {
+    return driver_ != nullptr ? driver_->PendingTimers(this) : scheduler_->PendingCount();
+  }
 
  private:
   bool IsLocal(const ActorId& id) const { return id.node_id() == 0 || id.node_id() == node_id_; }

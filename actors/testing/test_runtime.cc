@@ -25,10 +25,26 @@ namespace troupe::testing {
 namespace {
 
 // The simulated epoch: a fixed date, so traces and logs do not depend on the wall clock.
-absl::Time SimulatedEpoch() { return absl::FromCivil(absl::CivilDay(2026, 1, 1), absl::UTCTimeZone()); }
+absl::Time SimulatedEpoch() {
+  return absl::FromCivil(absl::CivilDay(2026, 1, 1), absl::UTCTimeZone());
+}
 
 // Local ids of incarnation k start at k << 40: ids of a restarted node never meet the old ones.
 uint64_t FirstLocalId(uint32_t incarnation) { return (uint64_t{incarnation} << 40) + 1; }
+
+// Returns how many failures the running test has recorded so far (0 outside a test).
+int FailuresSoFar() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (info == nullptr) {
+    return 0;
+  }
+  int failures = 0;
+  const ::testing::TestResult* result = info->result();
+  for (int i = 0; i < result->total_part_count(); ++i) {
+    failures += result->GetTestPartResult(i).failed() ? 1 : 0;
+  }
+  return failures;
+}
 
 uint64_t Mix(uint64_t hash, uint64_t value) {
   // splitmix64 finalizer over the running hash: cheap and stable across processes and builds.
@@ -133,9 +149,9 @@ struct TestRuntime::State final : internal::Driver {
   std::vector<Node> nodes;  // index = node id - 1
   absl::flat_hash_map<const internal::Runtime*, NodeId> node_of;
   std::vector<Ready> ready;
-  std::vector<Link> links;  // index (from - 1) * N + (to - 1)
+  std::vector<Link> links;        // index (from - 1) * N + (to - 1)
   std::vector<Session> sessions;  // index (min - 1) * N + (max - 1)
-  size_t links_busy = 0;  // links with a non-empty queue
+  size_t links_busy = 0;          // links with a non-empty queue
   std::map<std::pair<absl::Time, uint64_t>, Timer> timers;
   uint64_t timer_sequence = 0;
   std::vector<std::pair<ObserverId, Observer>> observers;
@@ -147,6 +163,10 @@ struct TestRuntime::State final : internal::Driver {
   uint64_t fingerprint = 0;
   int dispatch_depth = 0;
   bool observing = false;
+  // Failures of the running test before this runtime existed: the trace is printed only for
+  // failures during its lifetime (a seed loop prints the failing seed's trace, not every later
+  // one).
+  int failures_at_start = 0;
 
   // -- helpers ----------------------------------------------------------------------------------
 
@@ -165,10 +185,10 @@ struct TestRuntime::State final : internal::Driver {
   uint64_t Uniform(uint64_t n) { return n <= 1 ? 0 : rng() % n; }
 
   std::string SeedText() const {
-    return absl::StrCat("troupe::testing seed ", seed, options.seed.has_value()
-                                                          ? " (fixed by the test)"
-                                                          : absl::StrCat(" (replay: TROUPE_TEST_SEED=",
-                                                                         seed, ")"));
+    return absl::StrCat("troupe::testing seed ", seed,
+                        options.seed.has_value()
+                            ? " (fixed by the test)"
+                            : absl::StrCat(" (replay: TROUPE_TEST_SEED=", seed, ")"));
   }
 
   void Record(char kind, NodeId node, const EventHandle& ev) {
@@ -246,7 +266,9 @@ struct TestRuntime::State final : internal::Driver {
 
   // -- the simulated interconnect ---------------------------------------------------------------
 
-  bool Reachable(NodeId a, NodeId b) { return Alive(a) && Alive(b) && !SessionRef(a, b).partitioned; }
+  bool Reachable(NodeId a, NodeId b) {
+    return Alive(a) && Alive(b) && !SessionRef(a, b).partitioned;
+  }
 
   // Ends the session between `a` and `b` if it is up.
   void SessionDown(NodeId a, NodeId b) {
@@ -322,8 +344,8 @@ struct TestRuntime::State final : internal::Driver {
     }
     absl::Time due = now + latency;
     if (jitter > absl::ZeroDuration()) {
-      due += absl::Nanoseconds(
-          static_cast<int64_t>(Uniform(static_cast<uint64_t>(absl::ToInt64Nanoseconds(jitter)) + 1)));
+      due += absl::Nanoseconds(static_cast<int64_t>(
+          Uniform(static_cast<uint64_t>(absl::ToInt64Nanoseconds(jitter)) + 1)));
     }
     if (!link.queue.empty()) {
       due = std::max(due, link.queue.back().due);  // FIFO per link, whatever the jitter
@@ -417,12 +439,21 @@ struct TestRuntime::State final : internal::Driver {
                        EventHandlePtr ev) override {
     const NodeId node = NodeOf(runtime);
     if (node == 0 || runtime->stopped()) {
-      return TimerCookie();
+      return {};
     }
     return AddTimer(node, std::max(delay, absl::ZeroDuration()), std::move(ev), /*observed=*/false);
   }
 
   absl::Time Now() const override { return now; }
+
+  size_t PendingTimers(const internal::Runtime* runtime) const override {
+    const NodeId node = NodeOf(runtime);
+    size_t pending = 0;
+    for (const auto& [key, timer] : timers) {
+      pending += timer.node == node ? 1 : 0;
+    }
+    return pending;
+  }
 
   TimerCookie AddTimer(NodeId node, absl::Duration delay, EventHandlePtr ev, bool observed) {
     TimerCookie cookie = TimerCookie::Make();
@@ -618,9 +649,12 @@ TestRuntime::TestRuntime(TestRuntimeOptions options) : state_(std::make_unique<S
   State& s = *state_;
   s.owner = this;
   s.options = std::move(options);
+  s.failures_at_start = FailuresSoFar();
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): the test's own thread; Troupe never calls setenv.
+  const char* env = std::getenv("TROUPE_TEST_SEED");
   if (s.options.seed.has_value()) {
     s.seed = *s.options.seed;
-  } else if (const char* env = std::getenv("TROUPE_TEST_SEED"); env != nullptr && *env != '\0') {
+  } else if (env != nullptr && *env != '\0') {
     if (!absl::SimpleAtoi(env, &s.seed)) {
       ADD_FAILURE() << "TROUPE_TEST_SEED=\"" << env << "\" is not an unsigned 64-bit number";
     }
@@ -646,7 +680,7 @@ TestRuntime::TestRuntime(TestRuntimeOptions options) : state_(std::make_unique<S
 }
 
 TestRuntime::~TestRuntime() {
-  if (::testing::Test::HasFailure()) {
+  if (FailuresSoFar() > state_->failures_at_start) {
     std::cerr << state_->DescribeTail(20) << "\n";
   }
   for (NodeId id = 1; id <= state_->N(); ++id) {
@@ -678,6 +712,10 @@ uint32_t TestRuntime::incarnation(NodeId node) const {
 // -- actors and events --------------------------------------------------------------------------
 
 ActorId TestRuntime::Register(std::unique_ptr<Actor> actor, NodeId node, RegisterOptions options) {
+  if (!state_->Alive(node)) {
+    ADD_FAILURE() << "Register on node " << node << ": no such live node; actor destroyed";
+    return {};
+  }
   return this->node(node).Register(std::move(actor), options);
 }
 
@@ -686,16 +724,34 @@ void TestRuntime::Send(const ActorId& recipient, std::unique_ptr<EventBase> even
   Send(std::make_unique<EventHandle>(recipient, sender, std::move(event), flags, cookie));
 }
 
+namespace {
+
+// The node a handle sent from the test body leaves from: `from`, else the sender's, else node 1.
+NodeId SendingNode(const EventHandle& handle, NodeId from) {
+  if (from != 0) {
+    return from;
+  }
+  return handle.sender().node_id() != 0 ? handle.sender().node_id() : 1;
+}
+
+}  // namespace
+
 void TestRuntime::Send(EventHandlePtr handle, NodeId from) {
-  if (from == 0) {
-    from = handle->sender().node_id() != 0 ? handle->sender().node_id() : 1;
+  from = SendingNode(*handle, from);
+  if (!state_->Alive(from)) {
+    ADD_FAILURE() << "Send from node " << from << ": no such live node; " << handle->ToString()
+                  << " dropped";
+    return;
   }
   node(from).runtime()->Send(std::move(handle));
 }
 
 TimerCookie TestRuntime::Schedule(absl::Duration delay, EventHandlePtr handle, NodeId from) {
-  if (from == 0) {
-    from = handle->sender().node_id() != 0 ? handle->sender().node_id() : 1;
+  from = SendingNode(*handle, from);
+  if (!state_->Alive(from)) {
+    ADD_FAILURE() << "Schedule from node " << from << ": no such live node; " << handle->ToString()
+                  << " dropped";
+    return {};
   }
   return node(from).Schedule(delay, std::move(handle));
 }
@@ -710,29 +766,52 @@ ActorId TestRuntime::AllocateEdgeActor(NodeId node) {
 
 EventHandlePtr TestRuntime::GrabEdgeEvent(const ActorId& edge, std::optional<EventType> type,
                                           DispatchOptions options) {
+  return GrabEdgeEventIf(
+      edge, [&type](EventHandle& ev) { return !type.has_value() || ev.type() == *type; }, options,
+      type.has_value() ? absl::StrFormat(" of type 0x%08x", *type) : std::string());
+}
+
+EventHandlePtr TestRuntime::GrabEdgeEventIf(const ActorId& edge,
+                                            const std::function<bool(EventHandle&)>& matches,
+                                            DispatchOptions options, const std::string& what) {
   State& s = *state_;
-  auto matches = [&type](const EventHandlePtr& ev) {
-    return !type.has_value() || ev->type() == *type;
-  };
-  const std::function<bool()> done = [&] {
+  auto find = [&]() -> std::optional<std::deque<EventHandlePtr>::iterator> {
     auto queue = s.edges.find(edge);
-    return queue != s.edges.end() &&
-           std::any_of(queue->second.begin(), queue->second.end(), matches);
+    if (queue == s.edges.end()) {
+      return std::nullopt;
+    }
+    auto it = std::find_if(queue->second.begin(), queue->second.end(),
+                           [&matches](const EventHandlePtr& ev) { return matches(*ev); });
+    if (it == queue->second.end()) {
+      return std::nullopt;
+    }
+    return it;
   };
+  const std::function<bool()> done = [&] { return find().has_value(); };
   const DispatchResult result = s.Run(&done, options);
   if (result != DispatchResult::kPredicate) {
-    ADD_FAILURE() << "GrabEdgeEvent: no event"
-                  << (type.has_value() ? absl::StrFormat(" of type 0x%08x", *type) : "")
-                  << " reached edge actor " << edge << " (dispatch stopped: "
-                  << DispatchResultName(result) << ")\n"
+    ADD_FAILURE() << "GrabEdgeEvent: no event" << (what.empty() ? " that matches" : what)
+                  << " reached edge actor " << edge
+                  << " (dispatch stopped: " << DispatchResultName(result) << ")\n"
                   << s.DescribeTail(20);
     return nullptr;
   }
-  std::deque<EventHandlePtr>& queue = s.edges.find(edge)->second;
-  auto it = std::find_if(queue.begin(), queue.end(), matches);
+  auto it = *find();
   EventHandlePtr ev = std::move(*it);
-  queue.erase(it);
+  s.edges.find(edge)->second.erase(it);
   return ev;
+}
+
+std::vector<EventHandlePtr> TestRuntime::TakeEdgeEvents(const ActorId& edge) {
+  std::vector<EventHandlePtr> out;
+  auto queue = state_->edges.find(edge);
+  if (queue != state_->edges.end()) {
+    for (EventHandlePtr& ev : queue->second) {
+      out.push_back(std::move(ev));
+    }
+    queue->second.clear();
+  }
+  return out;
 }
 
 size_t TestRuntime::EdgeEventCount(const ActorId& edge) const {
@@ -756,8 +835,8 @@ DispatchResult TestRuntime::DispatchEvents(DispatchOptions options) {
   }
   return ::testing::AssertionFailure()
          << "DispatchUntil stopped before its condition held: " << DispatchResultName(result)
-         << " (bounds: " << options.max_events << " events, " << absl::FormatDuration(options.max_time)
-         << ")\n"
+         << " (bounds: " << options.max_events << " events, "
+         << absl::FormatDuration(options.max_time) << ")\n"
          << state_->DescribeTail(20);
 }
 

@@ -6,10 +6,10 @@
 // Every node is a real ActorSystem (the same actors, mailboxes and delivery rules as in
 // production) whose threads are replaced by this runtime:
 //   - Events are handled one at a time. At each step the runtime picks, with a generator seeded by
-//     `seed()`, one ready mailbox (and handles its oldest event) or one link whose next event is due
-//     (and delivers it). A seed fixes the whole run: the same seed gives the same trace, event for
-//     event. A failing test prints its seed; set TROUPE_TEST_SEED=<seed> to replay a test that does
-//     not fix its own seed.
+//     `seed()`, one ready mailbox (and handles its oldest event) or one link whose next event is
+//     due (and delivers it). A seed fixes the whole run: the same seed gives the same trace, event
+//     for event. A failing test prints its seed; set TROUPE_TEST_SEED=<seed> to replay a test that
+//     does not fix its own seed.
 //   - Time is simulated and starts at 2026-01-01 UTC. Nothing sleeps: delayed events fire when the
 //     test advances the clock, or when nothing is ready and the runtime jumps to the next timer.
 //     A timer due at T is handled with Now() == T exactly. Actor::Now() and ActorSystem::Now()
@@ -24,16 +24,15 @@
 //     destroyed) and start a new incarnation with fresh actor ids.
 //
 // Session rules of the simulated interconnect:
-//   | situation                                   | what happens                                   |
+//   | situation                                   | what happens |
 //   |---------------------------------------------|------------------------------------------------|
-//   | send to a reachable node                    | session comes up if down; event joins the link |
-//   | send to a dead or partitioned node          | Undelivered{kDisconnected} (certain); a         |
-//   |                                             | subscribing sender gets EvNodeDisconnected      |
-//   | partition, or a node killed                 | session dies: events on the link are reported   |
-//   |                                             | Undelivered{kDisconnected, unsure} (tracked or  |
-//   |                                             | kGenerateUnsureUndelivered); subscribers on     |
-//   |                                             | both sides get EvNodeDisconnected               |
-//   | send to a node id outside 1..N              | Undelivered{kNoRoute}                           |
+//   | send to a reachable node                    | session comes up if down; event joins the link
+//   | | send to a dead or partitioned node          | Undelivered{kDisconnected} (certain); a | |
+//   | subscribing sender gets EvNodeDisconnected      | | partition, or a node killed | session
+//   dies: events on the link are reported   | |                                             |
+//   Undelivered{kDisconnected, unsure} (tracked or  | | | kGenerateUnsureUndelivered); subscribers
+//   on     | |                                             | both sides get EvNodeDisconnected | |
+//   send to a node id outside 1..N              | Undelivered{kNoRoute}                           |
 //
 // Thread-safety: thread-compatible; use it from the test's thread only. Handlers run inside the
 // dispatch calls (Step, DispatchEvents, DispatchUntil, AdvanceTime, GrabEdgeEvent, Expect).
@@ -253,12 +252,14 @@ class TestRuntime {
 
   // -- actors and events from the test body ----------------------------------------------------
 
-  // Registers `actor` on `node` (its Bootstrap runs at the next dispatch).
+  // Registers `actor` on `node` (its Bootstrap runs at the next dispatch). A dead or unknown node
+  // fails the test and returns an empty id.
   ActorId Register(std::unique_ptr<Actor> actor, NodeId node = 1, RegisterOptions options = {});
   // Sends `event` from `sender` (may be empty); it leaves from the sender's node, or node 1.
   void Send(const ActorId& recipient, std::unique_ptr<EventBase> event,
             const ActorId& sender = ActorId(), uint32_t flags = kNoFlags, uint64_t cookie = 0);
-  // Sends a prepared handle from `from` (0: the sender's node, or node 1).
+  // Sends a prepared handle from `from` (0: the sender's node, or node 1). Sending from a dead
+  // node fails the test.
   void Send(EventHandlePtr handle, NodeId from = 0);
   // Sends `handle` after `delay` of simulated time, from `from` as for Send.
   TimerCookie Schedule(absl::Duration delay, EventHandlePtr handle, NodeId from = 0);
@@ -275,6 +276,27 @@ class TestRuntime {
   Grabbed<E> GrabEdgeEvent(const ActorId& edge, DispatchOptions options = {}) {
     return Grabbed<E>(GrabEdgeEvent(edge, E::kEventType, options));
   }
+  // As GrabEdgeEvent, for the oldest E for which `matches(event, envelope)` holds (a cookie, a
+  // field): `runtime.GrabEdgeEvent<EvUndelivered>(edge, [](auto& e, auto&) { return ...; })`.
+  template <typename E>
+  Grabbed<E> GrabEdgeEvent(const ActorId& edge,
+                           const std::function<bool(const E&, const EventHandle&)>& matches,
+                           DispatchOptions options = {}) {
+    return Grabbed<E>(GrabEdgeEventIf(
+        edge,
+        [&matches](EventHandle& ev) {
+          const E* event = ev.template Get<E>();
+          return event != nullptr && matches(*event, ev);
+        },
+        options, " that matches"));
+  }
+  // Dispatches until `edge` holds an event for which `matches` holds and takes the oldest such
+  // one; nullptr and a test failure (mentioning `what`) when the bounds are hit first.
+  EventHandlePtr GrabEdgeEventIf(const ActorId& edge,
+                                 const std::function<bool(EventHandle&)>& matches,
+                                 DispatchOptions options = {}, const std::string& what = {});
+  // Takes every event `edge` holds now, oldest first, without dispatching.
+  std::vector<EventHandlePtr> TakeEdgeEvents(const ActorId& edge);
   // Returns how many events `edge` holds, without dispatching.
   size_t EdgeEventCount(const ActorId& edge) const;
 
@@ -298,7 +320,9 @@ class TestRuntime {
   ::testing::AssertionResult AdvanceTime(absl::Duration duration, uint64_t max_events = 1'000'000);
   // Moves the clock to the next timer or link delivery and fires what is due; false when none.
   bool JumpToNextTimer();
-  // Returns the number of timers not yet fired (cancelled ones excluded).
+  // Returns the number of timers not yet fired, cancelled ones excluded. (A node's
+  // Counters().pending_timers counts its own timers as the real scheduler does: cancelled ones
+  // included until due.)
   size_t PendingTimers() const;
 
   // -- faults -----------------------------------------------------------------------------------

@@ -2,10 +2,22 @@
 //
 // Delayed sends (Actor::Schedule, Actor::ScheduleWakeup, ActorSystem::Schedule) and TimerCookie
 // cancellation; executor pool budgets and parking.
+//
+// The scheduling semantics run on troupe::testing::TestRuntime, under simulated time: when a
+// delayed event fires (at exactly its delay there, so the tests assert exact times and take no
+// wall-clock time), in deadline order, what Cancel prevents before and after the deadline, and
+// that an event scheduled to a dead actor is reported undelivered.
+// Real threads remain where the threads themselves are under test:
+//   - RealSchedulerFiresNotBeforeDelayAndWithinBound and RealSchedulerCancelledTimerNeverFires:
+//     the scheduler thread and its resolution, which TestRuntime replaces with its own timers;
+//   - ActivationBudgetKeepsBusyActorFromStarvingItsPool and IdleWorkersPark: the executor pools'
+//     workers (budgets, parking), which do not exist under TestRuntime.
+// Those wait in real time with deadlines (WaitUntil / WaitFor), never by sleeping.
 #include <atomic>
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -17,12 +29,16 @@
 #include "actors/event.h"
 #include "actors/events.h"
 #include "actors/sync.h"
+#include "actors/testing/test_runtime.h"
 #include "actors/timer.h"
 #include "ut/actors/test_util.h"
 
 namespace troupe {
 namespace {
 
+using testing::DispatchResult;
+using testing::TestRuntime;
+using testing::TestRuntimeOptions;
 using testutil::Describe;
 using testutil::EvValue;
 using testutil::Inbox;
@@ -37,70 +53,96 @@ constexpr absl::Duration kWakeupDelay = absl::Milliseconds(40);
 constexpr absl::Duration kOtherDelay = absl::Milliseconds(60);
 constexpr absl::Duration kSelfDelay = absl::Milliseconds(80);
 
-// What a Delayer scheduled, published before `scheduled` is notified.
+// One node configured like the real-thread tests' nodes.
+TestRuntimeOptions OneNode() { return {.config = testutil::SmallConfig()}; }
+
+// A handle of EvValue{value} to `recipient`, with `value` as cookie too.
+EventHandlePtr ValueTo(const ActorId& recipient, uint64_t value, const ActorId& sender = ActorId(),
+                       uint32_t flags = kNoFlags) {
+  return std::make_unique<EventHandle>(recipient, sender, std::make_unique<EvValue>(value), flags,
+                                       value);
+}
+
+// What a Delayer scheduled and received; `fired[i].at` is the node's clock (Actor::Now) when it
+// handled the event.
 struct ScheduleLog {
   absl::Time start;
   TimerCookie wakeup;
   TimerCookie to_self;
   TimerCookie to_other;
-  troupe::Notification scheduled;
+  std::vector<Received> fired;
 };
 
 // In Bootstrap schedules a wakeup and an event to itself and an event to `other`; records what it
-// receives.
+// receives. Single-threaded use only (TestRuntime).
 class Delayer : public Actor {
  public:
-  Delayer(Inbox* inbox, ActorId other, ScheduleLog* log)
-      : Actor(&Delayer::StateWork), inbox_(inbox), other_(other), log_(log) {}
+  Delayer(ActorId other, ScheduleLog* log) : Actor(&Delayer::StateWork), other_(other), log_(log) {}
 
  private:
   void Bootstrap() override {
-    log_->start = absl::Now();
+    log_->start = Now();
     log_->wakeup = ScheduleWakeup(kWakeupDelay, 7);
     log_->to_self = Schedule(kSelfDelay, std::make_unique<EvValue>(1), 5);
     log_->to_other = Schedule(kOtherDelay, other_, std::make_unique<EvValue>(2), kNoFlags, 6);
-    log_->scheduled.Notify();
   }
 
-  TROUPE_STATE(StateWork) { inbox_->Add(Describe(*ev)); }
+  TROUPE_STATE(StateWork) {
+    Received r = Describe(*ev);
+    r.at = Now();
+    log_->fired.push_back(r);
+  }
 
-  Inbox* inbox_;
   ActorId other_;
   ScheduleLog* log_;
 };
 
-TEST(SchedulerTest, ActorScheduleFiresNotBeforeDelay) {
-  auto system = MakeSystem();
-  ASSERT_NE(system, nullptr);
-  Inbox own_inbox;
-  Inbox other_inbox;
+TEST(SchedulerTest, ActorScheduleFiresAtExactlyItsDelay) {
+  TestRuntime runtime(OneNode());
+  const absl::Time start = runtime.Now();
   ScheduleLog log;
-  const ActorId other = system->Register(std::make_unique<Recorder>(&other_inbox));
-  const ActorId delayer = system->Register(std::make_unique<Delayer>(&own_inbox, other, &log));
-  ASSERT_TRUE(log.scheduled.WaitForNotificationWithTimeout(WaitTimeout()));
+  const ActorId other = runtime.AllocateEdgeActor();
+  const ActorId delayer = runtime.Register(std::make_unique<Delayer>(other, &log));
+  // Bootstraps only: the clock stays put.
+  EXPECT_EQ(runtime.DispatchEvents({.jump_timers = false}), DispatchResult::kIdle);
+  EXPECT_EQ(log.start, start);
+  EXPECT_EQ(runtime.PendingTimers(), 3u);
+  EXPECT_TRUE(log.wakeup.IsPending());
+  EXPECT_TRUE(log.to_self.IsPending());
+  EXPECT_TRUE(log.to_other.IsPending());
 
-  ASSERT_TRUE(
-      own_inbox.WaitFor([](const std::vector<Received>& events) { return events.size() >= 2; }));
-  ASSERT_TRUE(other_inbox.WaitForType(kEvValue));
-  const std::vector<Received> own = own_inbox.Snapshot();
-  ASSERT_EQ(own.size(), 2u);
-  // Deadline order: the 40 ms wakeup first, then the 80 ms event.
-  EXPECT_EQ(own[0].type, kEvWakeup);
-  EXPECT_EQ(own[0].value, 7u);
-  EXPECT_GE(own[0].at - log.start, kWakeupDelay);
-  EXPECT_EQ(own[1].type, kEvValue);
-  EXPECT_EQ(own[1].value, 1u);
-  EXPECT_EQ(own[1].cookie, 5u);
-  EXPECT_EQ(own[1].sender, delayer);
-  EXPECT_GE(own[1].at - log.start, kSelfDelay);
+  // One nanosecond before the first deadline nothing has fired; at the deadline the wakeup has.
+  ASSERT_TRUE(runtime.AdvanceTime(kWakeupDelay - absl::Nanoseconds(1)));
+  EXPECT_TRUE(log.fired.empty());
+  EXPECT_TRUE(log.wakeup.IsPending());
+  ASSERT_TRUE(runtime.AdvanceTime(absl::Nanoseconds(1)));
+  ASSERT_EQ(log.fired.size(), 1u);
+  EXPECT_EQ(log.fired[0].type, kEvWakeup);
+  EXPECT_EQ(log.fired[0].value, 7u);
+  EXPECT_EQ(log.fired[0].at, start + kWakeupDelay);
+  EXPECT_FALSE(log.wakeup.IsPending());
 
-  const Received to_other = other_inbox.OfType(kEvValue).front();
-  EXPECT_EQ(to_other.value, 2u);
-  EXPECT_EQ(to_other.cookie, 6u);
-  EXPECT_EQ(to_other.sender, delayer);
-  EXPECT_GE(to_other.at - log.start, kOtherDelay);
+  // Deadline order: the 60 ms event to the other actor comes next, before the 80 ms one to self.
+  auto to_other = runtime.GrabEdgeEvent<EvValue>(other);
+  ASSERT_TRUE(to_other);
+  EXPECT_EQ(runtime.Now(), start + kOtherDelay);
+  EXPECT_EQ(to_other->value, 2u);
+  EXPECT_EQ(to_other.handle().cookie(), 6u);
+  EXPECT_EQ(to_other.handle().sender(), delayer);
+  EXPECT_EQ(log.fired.size(), 1u);
+
+  EXPECT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  ASSERT_EQ(log.fired.size(), 2u);
+  EXPECT_EQ(log.fired[1].type, kEvValue);
+  EXPECT_EQ(log.fired[1].value, 1u);
+  EXPECT_EQ(log.fired[1].cookie, 5u);
+  EXPECT_EQ(log.fired[1].sender, delayer);
+  EXPECT_EQ(log.fired[1].at, start + kSelfDelay);
+  EXPECT_EQ(runtime.Now(), start + kSelfDelay);
+  EXPECT_EQ(runtime.EdgeEventCount(other), 0u);
 
   // Fired timers are no longer pending and cannot be cancelled.
+  EXPECT_EQ(runtime.PendingTimers(), 0u);
   EXPECT_FALSE(log.wakeup.IsPending());
   EXPECT_FALSE(log.to_self.IsPending());
   EXPECT_FALSE(log.to_other.IsPending());
@@ -109,7 +151,45 @@ TEST(SchedulerTest, ActorScheduleFiresNotBeforeDelay) {
   EXPECT_FALSE(log.to_other.Cancel());
 }
 
-TEST(SchedulerTest, SystemScheduleFiresInDeadlineOrderNotBeforeDelay) {
+TEST(SchedulerTest, SystemScheduleFiresInDeadlineOrderAtExactlyItsDelay) {
+  TestRuntime runtime(OneNode());
+  const absl::Time start = runtime.Now();
+  const ActorId edge = runtime.AllocateEdgeActor();
+  const int delays_ms[] = {80, 20, 60, 40, 0};
+  constexpr size_t kTimers = std::size(delays_ms);
+  std::vector<TimerCookie> cookies;
+  for (size_t i = 0; i < kTimers; ++i) {
+    auto handle = std::make_unique<EventHandle>(edge, ActorId(), std::make_unique<EvValue>(i),
+                                                kNoFlags, static_cast<uint64_t>(delays_ms[i]));
+    cookies.push_back(runtime.node().Schedule(absl::Milliseconds(delays_ms[i]), std::move(handle)));
+  }
+  EXPECT_EQ(runtime.PendingTimers(), kTimers);
+
+  for (const int expected_ms : {0, 20, 40, 60, 80}) {
+    auto got = runtime.GrabEdgeEvent<EvValue>(edge);
+    ASSERT_TRUE(got) << "the " << expected_ms << " ms timer";
+    ASSERT_LT(got->value, kTimers);
+    EXPECT_EQ(delays_ms[got->value], expected_ms) << "fired out of deadline order";
+    EXPECT_EQ(got.handle().cookie(), static_cast<uint64_t>(expected_ms));
+    EXPECT_EQ(runtime.Now(), start + absl::Milliseconds(expected_ms));
+    EXPECT_FALSE(cookies[got->value].IsPending());
+  }
+  EXPECT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(runtime.EdgeEventCount(edge), 0u);
+  EXPECT_EQ(runtime.PendingTimers(), 0u);
+  for (const TimerCookie& cookie : cookies) {
+    EXPECT_FALSE(cookie.IsPending());
+    EXPECT_FALSE(cookie.Cancel());
+  }
+}
+
+// The real scheduler thread (1 ms resolution): a timer never fires before its delay, nor grossly
+// after it, and timers to one recipient fire in deadline order. The upper bound is generous (a
+// loaded 2-core machine, sanitizers): it catches a timer left behind until some later tick, not
+// jitter.
+TEST(SchedulerTest, RealSchedulerFiresNotBeforeDelayAndWithinBound) {
+  const absl::Duration late_bound =
+      testutil::kUnderSanitizer ? absl::Seconds(10) : absl::Seconds(2);
   auto system = MakeSystem();
   ASSERT_NE(system, nullptr);
   Inbox inbox;
@@ -137,6 +217,8 @@ TEST(SchedulerTest, SystemScheduleFiresInDeadlineOrderNotBeforeDelay) {
     const absl::Duration delay = absl::Milliseconds(delays_ms[i]);
     EXPECT_EQ(got[k].cookie, static_cast<uint64_t>(delays_ms[i]));
     EXPECT_GE(got[k].at - before[i], delay) << "timer of " << delays_ms[i] << " ms fired early";
+    EXPECT_LE(got[k].at - after[i], delay + late_bound)
+        << "timer of " << delays_ms[i] << " ms fired " << (got[k].at - after[i]) << " after";
     if (k > 0) {
       // Same sender, same recipient: arrival order is firing order, which is deadline order.
       const size_t prev = got[k - 1].value;
@@ -150,54 +232,124 @@ TEST(SchedulerTest, SystemScheduleFiresInDeadlineOrderNotBeforeDelay) {
   }
 }
 
-// In Bootstrap schedules a wakeup, cancels it, and schedules a later fence wakeup.
+// -- cancellation -------------------------------------------------------------------------------
+
+TEST(SchedulerTest, CancelledTimerNeverFires) {
+  TestRuntime runtime(OneNode());
+  const absl::Time start = runtime.Now();
+  ActorSystem& system = runtime.node();
+  const ActorId edge = runtime.AllocateEdgeActor();
+  TimerCookie cancelled = system.Schedule(absl::Milliseconds(20), ValueTo(edge, 1));
+  EXPECT_TRUE(cancelled.IsPending());
+  EXPECT_TRUE(cancelled.Cancel()) << "a pending timer must be cancellable";
+  EXPECT_FALSE(cancelled.IsPending());
+  EXPECT_FALSE(cancelled.Cancel()) << "a second Cancel prevents nothing";
+  // A copy shares the state.
+  TimerCookie second = system.Schedule(absl::Milliseconds(30), ValueTo(edge, 2));
+  const TimerCookie copy = second;
+  EXPECT_TRUE(copy.Cancel());
+  EXPECT_FALSE(second.IsPending());
+  EXPECT_FALSE(second.Cancel());
+  TimerCookie far = system.Schedule(absl::Hours(1), ValueTo(edge, 4));
+  EXPECT_TRUE(far.Cancel());
+  TimerCookie fence = system.Schedule(absl::Milliseconds(80), ValueTo(edge, 3));
+  EXPECT_EQ(runtime.PendingTimers(), 1u) << "only the fence is still to fire";
+
+  auto got = runtime.GrabEdgeEvent<EvValue>(edge);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->value, 3u) << "a cancelled timer fired";
+  EXPECT_EQ(runtime.Now(), start + absl::Milliseconds(80));
+  EXPECT_FALSE(fence.Cancel()) << "Cancel after the event fired must return false";
+  EXPECT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(runtime.EdgeEventCount(edge), 0u) << "a cancelled timer fired";
+  EXPECT_EQ(runtime.Now(), start + absl::Milliseconds(80))
+      << "the clock moved on to the cancelled hour-long timer";
+  EXPECT_EQ(runtime.PendingTimers(), 0u);
+}
+
+// In Bootstrap schedules a wakeup, cancels it, and schedules a later one; records the wakeups it
+// gets with the node's clock. Single-threaded use only (TestRuntime).
 class Canceller : public Actor {
  public:
-  Canceller(Inbox* inbox, bool* cancel_result, troupe::Notification* scheduled)
-      : Actor(&Canceller::StateWork),
-        inbox_(inbox),
-        cancel_result_(cancel_result),
-        scheduled_(scheduled) {}
+  Canceller(bool* cancel_result, std::vector<std::pair<uint64_t, absl::Time>>* wakeups)
+      : Actor(&Canceller::StateWork), cancel_result_(cancel_result), wakeups_(wakeups) {}
 
  private:
   void Bootstrap() override {
     TimerCookie cookie = ScheduleWakeup(absl::Milliseconds(10), 1);
     *cancel_result_ = cookie.Cancel();
     ScheduleWakeup(absl::Milliseconds(60), 2);
-    scheduled_->Notify();
   }
-  TROUPE_STATE(StateWork) { inbox_->Add(Describe(*ev)); }
+  TROUPE_STATE(StateWork) {
+    if (ev->type() == kEvWakeup) {
+      wakeups_->emplace_back(ev->Get<EvWakeup>()->tag, Now());
+    }
+  }
 
-  Inbox* inbox_;
   bool* cancel_result_;
-  troupe::Notification* scheduled_;
+  std::vector<std::pair<uint64_t, absl::Time>>* wakeups_;
 };
 
-TEST(SchedulerTest, CancelledTimerNeverFires) {
+TEST(SchedulerTest, ActorCancelledWakeupNeverFires) {
+  TestRuntime runtime(OneNode());
+  const absl::Time start = runtime.Now();
+  bool cancel_result = false;
+  std::vector<std::pair<uint64_t, absl::Time>> wakeups;
+  runtime.Register(std::make_unique<Canceller>(&cancel_result, &wakeups));
+  EXPECT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_TRUE(cancel_result);
+  ASSERT_EQ(wakeups.size(), 1u) << "the cancelled wakeup fired";
+  EXPECT_EQ(wakeups[0].first, 2u);
+  EXPECT_EQ(wakeups[0].second, start + absl::Milliseconds(60));
+}
+
+TEST(SchedulerTest, CancelJustBeforeDeadlinePreventsDelivery) {
+  TestRuntime runtime(OneNode());
+  const absl::Time start = runtime.Now();
+  const ActorId edge = runtime.AllocateEdgeActor();
+  TimerCookie cookie = runtime.node().Schedule(absl::Milliseconds(5), ValueTo(edge, 1));
+  ASSERT_TRUE(runtime.AdvanceTime(absl::Milliseconds(5) - absl::Nanoseconds(1)));
+  EXPECT_TRUE(cookie.IsPending());
+  EXPECT_TRUE(cookie.Cancel());
+  EXPECT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(runtime.EdgeEventCount(edge), 0u) << "a cancelled timer fired";
+  EXPECT_EQ(runtime.Now(), start + absl::Milliseconds(5) - absl::Nanoseconds(1));
+}
+
+TEST(SchedulerTest, CancelAfterFireReturnsFalse) {
+  TestRuntime runtime(OneNode());
+  const ActorId edge = runtime.AllocateEdgeActor();
+  TimerCookie cookie = runtime.node().Schedule(absl::Milliseconds(5), ValueTo(edge, 1));
+  ASSERT_TRUE(runtime.AdvanceTime(absl::Milliseconds(5)));
+  EXPECT_EQ(runtime.EdgeEventCount(edge), 1u) << "not fired at its deadline";
+  EXPECT_FALSE(cookie.IsPending());
+  EXPECT_FALSE(cookie.Cancel());
+  EXPECT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(runtime.EdgeEventCount(edge), 1u);
+}
+
+// The real scheduler thread: what Cancel returns and prevents, with the thread racing it.
+TEST(SchedulerTest, RealSchedulerCancelledTimerNeverFires) {
   auto system = MakeSystem();
   ASSERT_NE(system, nullptr);
   Inbox inbox;
   const ActorId recorder = system->Register(std::make_unique<Recorder>(&inbox));
-  auto handle = [&](uint64_t value) {
-    return std::make_unique<EventHandle>(recorder, ActorId(), std::make_unique<EvValue>(value),
-                                         kNoFlags, value);
-  };
-  TimerCookie cancelled = system->Schedule(absl::Milliseconds(20), handle(1));
+  TimerCookie cancelled = system->Schedule(absl::Milliseconds(20), ValueTo(recorder, 1));
   EXPECT_TRUE(cancelled.IsPending());
   EXPECT_TRUE(cancelled.Cancel()) << "a pending timer must be cancellable";
   EXPECT_FALSE(cancelled.IsPending());
   EXPECT_FALSE(cancelled.Cancel()) << "a second Cancel prevents nothing";
   // A copy shares the state.
-  TimerCookie second = system->Schedule(absl::Milliseconds(30), handle(2));
+  TimerCookie second = system->Schedule(absl::Milliseconds(30), ValueTo(recorder, 2));
   const TimerCookie copy = second;
   EXPECT_TRUE(copy.Cancel());
   EXPECT_FALSE(second.IsPending());
   EXPECT_FALSE(second.Cancel());
   // A cancelled timer far in the future stays counted until due.
-  TimerCookie far = system->Schedule(absl::Hours(1), handle(4));
+  TimerCookie far = system->Schedule(absl::Hours(1), ValueTo(recorder, 4));
   EXPECT_TRUE(far.Cancel());
   // The fence is due after the short ones; timers fire in deadline order to the same recipient.
-  TimerCookie fence = system->Schedule(absl::Milliseconds(80), handle(3));
+  TimerCookie fence = system->Schedule(absl::Milliseconds(80), ValueTo(recorder, 3));
 
   ASSERT_TRUE(inbox.WaitForType(kEvValue, 1));
   const std::vector<Received> got = inbox.OfType(kEvValue);
@@ -206,32 +358,6 @@ TEST(SchedulerTest, CancelledTimerNeverFires) {
   EXPECT_FALSE(fence.Cancel()) << "Cancel after the event fired must return false";
   // Only the far cancelled timer is left: the short ones were dropped when due.
   EXPECT_EQ(system->Counters().pending_timers, 1u);
-
-  // The same from inside an actor.
-  Inbox actor_inbox;
-  bool cancel_result = false;
-  troupe::Notification scheduled;
-  system->Register(std::make_unique<Canceller>(&actor_inbox, &cancel_result, &scheduled));
-  ASSERT_TRUE(scheduled.WaitForNotificationWithTimeout(WaitTimeout()));
-  EXPECT_TRUE(cancel_result);
-  ASSERT_TRUE(actor_inbox.WaitForType(kEvWakeup, 1));
-  const std::vector<Received> wakeups = actor_inbox.OfType(kEvWakeup);
-  ASSERT_EQ(wakeups.size(), 1u);
-  EXPECT_EQ(wakeups[0].value, 2u) << "the cancelled wakeup fired";
-}
-
-TEST(SchedulerTest, CancelAfterFireReturnsFalse) {
-  auto system = MakeSystem();
-  ASSERT_NE(system, nullptr);
-  Inbox inbox;
-  const ActorId recorder = system->Register(std::make_unique<Recorder>(&inbox));
-  TimerCookie cookie = system->Schedule(
-      absl::Milliseconds(5),
-      std::make_unique<EventHandle>(recorder, ActorId(), std::make_unique<EvValue>(1)));
-  ASSERT_TRUE(inbox.WaitForType(kEvValue, 1));
-  EXPECT_FALSE(cookie.IsPending());
-  EXPECT_FALSE(cookie.Cancel());
-  EXPECT_EQ(inbox.OfType(kEvValue).size(), 1u);
 }
 
 TEST(SchedulerTest, DefaultCookieRefersToNothing) {
@@ -241,19 +367,51 @@ TEST(SchedulerTest, DefaultCookieRefersToNothing) {
   EXPECT_TRUE(cookie.TryFire());
 }
 
+// -- undelivered --------------------------------------------------------------------------------
+
+// Ends on EvPoison (through Unhandled) and sets `*destroyed` when destroyed.
+class Mortal : public Actor {
+ public:
+  // Shared, so a test that fails before the actor ends leaves no dangling pointer behind.
+  explicit Mortal(std::shared_ptr<bool> destroyed)
+      : Actor(&Mortal::StateWork), destroyed_(std::move(destroyed)) {}
+  ~Mortal() override { *destroyed_ = true; }
+
+ private:
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+
+  std::shared_ptr<bool> destroyed_;
+};
+
 TEST(SchedulerTest, ScheduledEventToDeadActorIsReportedUndelivered) {
-  auto system = MakeSystem();
-  ASSERT_NE(system, nullptr);
-  Inbox probe_inbox;
-  const ActorId probe = system->Register(std::make_unique<Recorder>(&probe_inbox));
-  system->Schedule(absl::Milliseconds(5),
-                   std::make_unique<EventHandle>(ActorId(0, 0, 1, 0x7FFFFFF0u), probe,
-                                                 std::make_unique<EvValue>(1), kTrackDelivery, 71));
-  ASSERT_TRUE(probe_inbox.WaitForType(kEvUndelivered));
-  const Received r = probe_inbox.OfType(kEvUndelivered).front();
-  EXPECT_EQ(r.reason, UndeliveredReason::kActorNotFound);
-  EXPECT_EQ(r.source_type, kEvValue);
-  EXPECT_EQ(r.undelivered_cookie, 71u);
+  TestRuntime runtime(OneNode());
+  const absl::Time start = runtime.Now();
+  const ActorId probe = runtime.AllocateEdgeActor();
+  const auto destroyed = std::make_shared<bool>(false);
+  const ActorId victim = runtime.Register(std::make_unique<Mortal>(destroyed));
+  // One to an actor that dies while the timer is pending, one to an id that never existed.
+  runtime.node().Schedule(absl::Milliseconds(5), ValueTo(victim, 71, probe, kTrackDelivery));
+  runtime.node().Schedule(absl::Milliseconds(7),
+                          ValueTo(ActorId(0, 0, 1, 0x7FFFFFF0u), 72, probe, kTrackDelivery));
+  runtime.Send(victim, std::make_unique<EvPoison>());
+  EXPECT_EQ(runtime.DispatchEvents({.jump_timers = false}), DispatchResult::kIdle);
+  ASSERT_TRUE(*destroyed);
+  EXPECT_EQ(runtime.EdgeEventCount(probe), 0u);
+
+  auto dead = runtime.GrabEdgeEvent<EvUndelivered>(probe);
+  ASSERT_TRUE(dead);
+  EXPECT_EQ(runtime.Now(), start + absl::Milliseconds(5)) << "reported when the timer fired";
+  EXPECT_EQ(dead->reason, UndeliveredReason::kActorNotFound);
+  EXPECT_EQ(dead->source_type, kEvValue);
+  EXPECT_EQ(dead->cookie, 71u);
+  auto never = runtime.GrabEdgeEvent<EvUndelivered>(probe);
+  ASSERT_TRUE(never);
+  EXPECT_EQ(runtime.Now(), start + absl::Milliseconds(7));
+  EXPECT_EQ(never->reason, UndeliveredReason::kActorNotFound);
+  EXPECT_EQ(never->source_type, kEvValue);
+  EXPECT_EQ(never->cookie, 72u);
+  EXPECT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(runtime.EdgeEventCount(probe), 0u);
 }
 
 // -- executor pools -------------------------------------------------------------------------------

@@ -254,7 +254,9 @@ class Recorder : public Actor {
 
  private:
   TROUPE_STATE(StateWork) {
-    inbox_->Add(Describe(*ev));
+    Received received = Describe(*ev);
+    received.at = Now();  // the node's clock: simulated under TestRuntime
+    inbox_->Add(std::move(received));
     if (ev->type() == kEvPoison) {
       Unhandled(ev);
     }

@@ -17,3 +17,4 @@ run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/ut/install/consumer" -B "${WORK_DIR}/buil
     -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build" -j2)
 run("${WORK_DIR}/build/consumer")
+run("${WORK_DIR}/build/consumer_test")

@@ -343,7 +343,7 @@ TEST(TestRuntimeTest, CancelledTimerNeverFiresAndIsNotJumpedTo) {
   ASSERT_EQ(fired.size(), 1u);
   EXPECT_EQ(fired[0].first, 0u);
   EXPECT_EQ(runtime.Now(), start + absl::Seconds(1));  // never moved on to the cancelled one
-  EXPECT_FALSE(raw->cookies()[0].Cancel());           // already fired
+  EXPECT_FALSE(raw->cookies()[0].Cancel());            // already fired
 }
 
 TEST(TestRuntimeTest, JumpToNextTimerMovesTheClockOnlyThatFar) {
@@ -521,12 +521,11 @@ TEST(TestRuntimeTest, KilledNodeLosesItsActorsAndRestartsAsANewIncarnation) {
   constexpr ActorId kService = ServiceId("mortal");
   int destroyed = 0;
   int started = 0;
-  TestRuntime runtime({.nodes = 2,
-                       .seed = 9,
-                       .on_node_start = [&](TestRuntime& rt, NodeId node) {
+  TestRuntime runtime({.nodes = 2, .seed = 9, .on_node_start = [&](TestRuntime& rt, NodeId node) {
                          if (node == 2) {
                            ++started;
-                           const ActorId actor = rt.Register(std::make_unique<Mortal>(&destroyed), 2);
+                           const ActorId actor =
+                               rt.Register(std::make_unique<Mortal>(&destroyed), 2);
                            ASSERT_TRUE(rt.node(2).RegisterService(kService, actor).ok());
                          }
                        }});
@@ -635,10 +634,9 @@ TEST(TestRuntimeTest, ExpectChecksTheNextEventToARecipient) {
       .With([](const EvSeq& ev) { return ev.record.seq() == 0; })
       .To(sink);
   EXPECT_EQ(log, std::vector<std::string>{"p:0"});  // its handler has run
-  EXPECT_NONFATAL_FAILURE(runtime.Expect<EvSeq>()
-                              .With([](const EvSeq& ev) { return ev.record.seq() == 5; })
-                              .To(sink),
-                          "contents do not match");
+  EXPECT_NONFATAL_FAILURE(
+      runtime.Expect<EvSeq>().With([](const EvSeq& ev) { return ev.record.seq() == 5; }).To(sink),
+      "contents do not match");
   runtime.Send(sink, std::make_unique<EvSeq>(9, "q"));
   EXPECT_NONFATAL_FAILURE(runtime.Expect<EvStart>().To(sink), "next was event 0x01020000");
   EXPECT_NONFATAL_FAILURE(runtime.Expect<EvSeq>().Within({.max_events = 100}).To(sink),
@@ -657,6 +655,40 @@ TEST(TestRuntimeTest, GrabEdgeEventTakesTheRequestedTypeAndKeepsTheRest) {
   EventHandlePtr any = runtime.GrabEdgeEvent(edge);
   ASSERT_NE(any, nullptr);
   EXPECT_EQ(any->type(), kEvStart);
+}
+
+TEST(TestRuntimeTest, GrabEdgeEventByPredicateAndTakeTheRest) {
+  TestRuntime runtime({.seed = 23});
+  const ActorId edge = runtime.AllocateEdgeActor();
+  for (uint64_t seq = 0; seq < 4; ++seq) {
+    runtime.Send(edge, std::make_unique<EvSeq>(seq, "x"), ActorId(), kNoFlags, 100 + seq);
+  }
+  auto third = runtime.GrabEdgeEvent<EvSeq>(edge, [](const EvSeq& ev, const EventHandle& envelope) {
+    return ev.record.seq() == 2 && envelope.cookie() == 102;
+  });
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third.handle().cookie(), 102u);
+  runtime.DispatchEvents();  // the grab stopped dispatching as soon as the match arrived
+  std::vector<EventHandlePtr> rest = runtime.TakeEdgeEvents(edge);
+  ASSERT_EQ(rest.size(), 3u);
+  EXPECT_EQ(rest[0]->cookie(), 100u);
+  EXPECT_EQ(rest[2]->cookie(), 103u);
+  EXPECT_EQ(runtime.EdgeEventCount(edge), 0u);
+}
+
+TEST(TestRuntimeTest, NodeCountersSeeSimulatedTimers) {
+  TestRuntime runtime({.nodes = 2, .seed = 29});
+  std::vector<std::pair<uint64_t, absl::Time>> fired;
+  runtime.Register(std::make_unique<Sleeper>(
+                       std::vector<absl::Duration>{absl::Seconds(1), absl::Seconds(2)}, &fired),
+                   2);
+  runtime.DispatchEvents({.jump_timers = false});
+  EXPECT_EQ(runtime.node(2).Counters().pending_timers, 2u);
+  EXPECT_EQ(runtime.node(1).Counters().pending_timers, 0u);
+  EXPECT_EQ(runtime.node(2).Now(), runtime.Now());
+  runtime.DispatchEvents();
+  EXPECT_EQ(runtime.node(2).Counters().pending_timers, 0u);
+  EXPECT_EQ(fired.size(), 2u);
 }
 
 }  // namespace
