@@ -60,7 +60,9 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
       services_(config_.max_services()),
       next_local_id_(driver != nullptr ? first_local_id
                                        : static_cast<uint64_t>(absl::GetCurrentTimeNanos())) {
-  const std::optional<uint64_t> shuffle_seed = ShuffleSeed(config_);
+  // A driven node has no workers to shuffle (its driver chooses the order).
+  const std::optional<uint64_t> shuffle_seed =
+      driver == nullptr ? ShuffleSeed(config_) : std::nullopt;
   for (int i = 0; i < config_.pools_size(); ++i) {
     const proto::PoolConfig& pool = config_.pools(i);
     PoolSettings settings;
