@@ -47,19 +47,7 @@ TestRuntimeOptions OneNode(proto::ActorSystemConfig config = testutil::SmallConf
 // An id on this node whose hint was never handed out.
 ActorId NeverExisting() { return ActorId(0, 1, 0xDEAD, 0x7FFFFFF0u); }
 
-// Ends on EvPoison (through Unhandled), drops anything else, and sets `*destroyed` when destroyed.
-class Mortal : public Actor {
- public:
-  // Shared, so a test that fails before the actor ends leaves no dangling pointer behind.
-  explicit Mortal(std::shared_ptr<bool> destroyed)
-      : Actor(&Mortal::StateWork), destroyed_(std::move(destroyed)) {}
-  ~Mortal() override { *destroyed_ = true; }
-
- private:
-  TROUPE_STATE(StateWork) { Unhandled(ev); }
-
-  std::shared_ptr<bool> destroyed_;
-};
+using testutil::Mortal;
 
 // Registers a Mortal, poisons it and dispatches until it is destroyed; returns its id.
 ActorId MakeDeadActor(TestRuntime& runtime) {

@@ -369,19 +369,7 @@ TEST(SchedulerTest, DefaultCookieRefersToNothing) {
 
 // -- undelivered --------------------------------------------------------------------------------
 
-// Ends on EvPoison (through Unhandled) and sets `*destroyed` when destroyed.
-class Mortal : public Actor {
- public:
-  // Shared, so a test that fails before the actor ends leaves no dangling pointer behind.
-  explicit Mortal(std::shared_ptr<bool> destroyed)
-      : Actor(&Mortal::StateWork), destroyed_(std::move(destroyed)) {}
-  ~Mortal() override { *destroyed_ = true; }
-
- private:
-  TROUPE_STATE(StateWork) { Unhandled(ev); }
-
-  std::shared_ptr<bool> destroyed_;
-};
+using testutil::Mortal;
 
 TEST(SchedulerTest, ScheduledEventToDeadActorIsReportedUndelivered) {
   TestRuntime runtime(OneNode());

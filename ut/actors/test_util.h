@@ -266,4 +266,18 @@ class Recorder : public Actor {
   troupe::Notification* destroyed_;
 };
 
+// Ends on EvPoison (through Unhandled), drops anything else, and sets `*destroyed` when destroyed.
+class Mortal : public Actor {
+ public:
+  // Shared, so a test that fails before the actor ends leaves no dangling pointer behind.
+  explicit Mortal(std::shared_ptr<bool> destroyed)
+      : Actor(&Mortal::StateWork), destroyed_(std::move(destroyed)) {}
+  ~Mortal() override { *destroyed_ = true; }
+
+ private:
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+
+  std::shared_ptr<bool> destroyed_;
+};
+
 }  // namespace troupe::testutil
