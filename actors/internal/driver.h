@@ -2,14 +2,14 @@
 //
 // Driver: what replaces a node's threads when something else runs it.
 //
-// A runtime created with a driver starts no worker and no scheduler thread. Instead:
-//   | runtime step                          | without a driver            | with a driver |
-//   |---------------------------------------|-----------------------------|--------------------------|
-//   | Send (every event, timers included)   | Deliver at once             | OnSend, which may
-//   Deliver | | recipient on another node (rule 1)    | Undelivered{kNoRoute}       | RouteRemote |
-//   | a mailbox became scheduled            | its pool's ready queue      | MailboxReady | |
-//   delayed send                          | the scheduler thread        | Schedule | | Now() |
-//   absl::Now()                 | Now                      |
+// A runtime created with a driver starts no worker and no scheduler thread. Instead (without a
+// driver → with one):
+//   - Send, timers' sends included: Deliver at once → OnSend, which may Deliver;
+//   - a recipient on another node (rule 1): Undelivered{kNoRoute} → RouteRemote;
+//   - a mailbox became scheduled: its pool's ready queue → MailboxReady;
+//   - a delayed send: the scheduler thread → Schedule;
+//   - Now(): absl::Now() → Now;
+//   - the pending-timer counter: the scheduler's → PendingTimers.
 // The deterministic test runtime (actors/testing/) is the driver: it runs every node of a test on
 // one thread, in an order drawn from a seeded generator, under simulated time.
 //

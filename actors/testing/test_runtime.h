@@ -24,15 +24,13 @@
 //     destroyed) and start a new incarnation with fresh actor ids.
 //
 // Session rules of the simulated interconnect:
-//   | situation                                   | what happens |
-//   |---------------------------------------------|------------------------------------------------|
-//   | send to a reachable node                    | session comes up if down; event joins the link
-//   | | send to a dead or partitioned node          | Undelivered{kDisconnected} (certain); a | |
-//   | subscribing sender gets EvNodeDisconnected      | | partition, or a node killed | session
-//   dies: events on the link are reported   | |                                             |
-//   Undelivered{kDisconnected, unsure} (tracked or  | | | kGenerateUnsureUndelivered); subscribers
-//   on     | |                                             | both sides get EvNodeDisconnected | |
-//   send to a node id outside 1..N              | Undelivered{kNoRoute}                           |
+//   - a send to a reachable node brings the session up if it is down; the event joins the link;
+//   - a send to a dead or partitioned node fails at once: Undelivered{kDisconnected} (certain),
+//     and a subscribing sender gets EvNodeDisconnected;
+//   - a partition, or a node's death, ends the session: events on the link are reported
+//     Undelivered{kDisconnected, unsure} (to senders that tracked them or asked for
+//     kGenerateUnsureUndelivered), and subscribers on both sides get EvNodeDisconnected;
+//   - a send to a node id outside 1..N gets Undelivered{kNoRoute}.
 //
 // Thread-safety: thread-compatible; use it from the test's thread only. Handlers run inside the
 // dispatch calls (Step, DispatchEvents, DispatchUntil, AdvanceTime, GrabEdgeEvent, Expect).
@@ -42,10 +40,11 @@
 //   troupe::testing::TestRuntime runtime({.nodes = 2});
 //   troupe::ActorId echo = runtime.Register(std::make_unique<Echo>(), /*node=*/2);
 //   troupe::ActorId edge = runtime.AllocateEdgeActor(/*node=*/1);
-//   runtime.Send(echo, std::make_unique<EvPing>(), edge);
-//   auto pong = runtime.GrabEdgeEvent<EvPong>(edge);
+//   runtime.Send(echo, std::make_unique<EvPing>(7), edge);
+//   runtime.Expect<EvPing>().From(edge).To(echo);
+//   auto pong = runtime.GrabEdgeEvent<EvPing>(edge);
 //   ASSERT_TRUE(pong);
-//   EXPECT_EQ(pong->record.seq(), 0);
+//   EXPECT_EQ(pong->record.seq(), 7u);
 #pragma once
 
 #include <cstdint>
