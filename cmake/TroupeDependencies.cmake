@@ -22,3 +22,14 @@ if(TROUPE_ASIO_INCLUDE_DIR AND NOT TARGET troupe_asio)
   target_compile_definitions(troupe_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
   target_link_libraries(troupe_asio INTERFACE Threads::Threads)
 endif()
+
+# xxHash (libxxhash-dev): XXH3 checksums of interconnect frames. Debian ships no CMake config:
+# wrap it in an imported target.
+find_path(TROUPE_XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+find_library(TROUPE_XXHASH_LIBRARY xxhash REQUIRED)
+if(NOT TARGET troupe_xxhash)
+  add_library(troupe_xxhash UNKNOWN IMPORTED)
+  set_target_properties(troupe_xxhash PROPERTIES
+    IMPORTED_LOCATION "${TROUPE_XXHASH_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${TROUPE_XXHASH_INCLUDE_DIR}")
+endif()

@@ -10,7 +10,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=Debug -DTROUPE_BUILD_TESTS=OFF -DTROUPE_BUILD_BENCHMARKS=OFF \
   -DTROUPE_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$build" --target troupe_proto >/dev/null
-mapfile -t sources < <(git ls-files 'actors/*.cc')
+mapfile -t sources < <(git ls-files 'actors/*.cc' 'interconnect/*.cc')
 printf '%s\n' "${sources[@]}" |
   xargs -P 2 -n 1 clang-tidy -p "$build" --quiet --warnings-as-errors='*' 2>/dev/null
 echo "tidy: ${#sources[@]} files clean"
