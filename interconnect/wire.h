@@ -126,6 +126,13 @@ class FrameDecoder {
   // connection must then be closed: the decoder stays failed).
   absl::StatusOr<bool> Next(Frame* frame);
 
+  // Forgets buffered bytes and any failure: a new connection starts a new byte stream.
+  void Reset() {
+    buffer_.clear();
+    consumed_ = 0;
+    failure_ = absl::OkStatus();
+  }
+
   // Returns the number of bytes received but not yet decoded.
   size_t buffered() const { return buffer_.size() - consumed_; }
 

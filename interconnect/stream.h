@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The reliable-stream state of one interconnect session: what is queued, sent, acknowledged and
+// received, across connections that break and come back while the session lives.
+//
+// OutboundStream (sending side):
+//   | state of an event | where it lives                      | on session death             |
+//   |-------------------|-------------------------------------|------------------------------|
+//   | queued            | a list of serialized handles        | Undelivered (certain)        |
+//   | sent, unacked     | the encoded frame, kept for resend  | Undelivered{unsure}          |
+//   | acknowledged      | nowhere: freed                      | —                            |
+// Pack moves queued events into frames only while the bytes of unacknowledged frames stay under
+// `max_unacked_bytes` (backpressure: memory is bounded by the limit plus one frame). After a
+// reconnect the peer says which sequence it has received in order; Resend drops what it has and
+// appends the rest again, byte for byte (same sequence numbers), so nothing is lost.
+//
+// InboundStream (receiving side): frames arrive in sequence order on one connection; after a
+// reconnect the sender may repeat frames the receiver already has. Accept tells duplicates
+// (dropped) from new frames (delivered) and refuses a gap, which only a broken peer produces.
+// `received()` is what to acknowledge and what to tell the peer at reconnect.
+//
+// Thread-safety: thread-compatible (owned by one session actor).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "actors/event.h"
+#include "interconnect/wire.h"
+
+namespace troupe::interconnect {
+
+struct StreamLimits {
+  // Bytes of sent but unacknowledged frames above which Pack stops (default 16 MiB).
+  size_t max_unacked_bytes = 16u << 20;
+  // Payload bytes above which a frame is closed and the next one started (default 256 KiB). An
+  // event larger than this travels alone in its frame.
+  size_t max_frame_payload = 256u << 10;
+  // Largest event body accepted by Enqueue (default 8 MiB).
+  size_t max_event_size = 8u << 20;
+};
+
+class OutboundStream {
+ public:
+  explicit OutboundStream(StreamLimits limits = {}) : limits_(limits) {}
+
+  // Queues `ev` for sending. It must be serialized (EventHandle::Serialize) or bodyless.
+  // Returns kOutOfRange when its body is larger than max_event_size and kFailedPrecondition when
+  // it is not serialized; `ev` then stays with the caller (to report Undelivered{kTooLarge}).
+  absl::Status Enqueue(EventHandlePtr& ev);
+
+  // Moves queued events into new data frames appended to `out`, each acknowledging `ack`, while
+  // the unacknowledged bytes are under the limit. Returns the number of frames appended.
+  size_t Pack(uint64_t ack, std::string* out);
+
+  // Frees the frames up to and including sequence `ack`. kDataLoss when `ack` names a frame never
+  // sent (a broken peer).
+  absl::Status Acknowledge(uint64_t ack);
+
+  // After a reconnect: the peer has received everything up to `peer_received`. Frees those frames
+  // and appends every later unacknowledged frame to `out`, unchanged and in order. kDataLoss when
+  // `peer_received` names a frame never sent.
+  absl::Status Resend(uint64_t peer_received, std::string* out);
+
+  // Ends the stream: calls `report(ev, unsure)` for every event still held, oldest first: those
+  // sent but unacknowledged with unsure = true, then the queued ones with unsure = false.
+  void Fail(const std::function<void(EventHandlePtr, bool unsure)>& report);
+
+  // -- state ------------------------------------------------------------------------------------
+
+  // True when Pack would not take more because of the unacknowledged-bytes limit.
+  bool blocked() const { return unacked_bytes_ >= limits_.max_unacked_bytes; }
+  size_t unacked_bytes() const { return unacked_bytes_; }
+  size_t unacked_frames() const { return unacked_.size(); }
+  size_t queued_events() const { return queued_.size(); }
+  // Sequence number of the last data frame sent (0 before the first).
+  uint64_t last_sent() const { return last_sent_; }
+
+ private:
+  struct SentFrame {
+    uint64_t sequence;
+    std::string bytes;
+  };
+
+  const StreamLimits limits_;
+  std::deque<EventHandlePtr> queued_;
+  std::deque<SentFrame> unacked_;
+  size_t unacked_bytes_ = 0;
+  uint64_t last_sent_ = 0;
+};
+
+class InboundStream {
+ public:
+  enum class Verdict : uint8_t { kDeliver, kDuplicate };
+
+  // Classifies a received data frame by its sequence number. kDataLoss for a gap (a sequence
+  // beyond received() + 1).
+  absl::StatusOr<Verdict> Accept(uint64_t sequence);
+
+  // Returns the highest sequence received in order (0 before the first).
+  uint64_t received() const { return received_; }
+
+ private:
+  uint64_t received_ = 0;
+};
+
+}  // namespace troupe::interconnect
