@@ -49,6 +49,66 @@ absl::Status CheckRange(absl::string_view field, T value, T low, T high) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateInterconnect(const proto::InterconnectConfig& ic) {
+  absl::flat_hash_set<uint32_t> ids;
+  for (int i = 0; i < ic.nodes_size(); ++i) {
+    const proto::NodeAddress& node = ic.nodes(i);
+    const std::string field = absl::StrCat("interconnect.nodes[", i, "]");
+    if (!node.has_node_id()) {
+      return FieldError(absl::StrCat(field, ".node_id"), "is required");
+    }
+    if (absl::Status s =
+            CheckRange<uint32_t>(absl::StrCat(field, ".node_id"), node.node_id(), 1, kMaxNodeId);
+        !s.ok()) {
+      return s;
+    }
+    if (!ids.insert(node.node_id()).second) {
+      return FieldError(absl::StrCat(field, ".node_id"),
+                        absl::StrCat("node ", node.node_id(), " is listed twice"));
+    }
+    if (node.host().empty()) {
+      return FieldError(absl::StrCat(field, ".host"), "must not be empty");
+    }
+    if (!node.has_port()) {
+      return FieldError(absl::StrCat(field, ".port"), "is required");
+    }
+    if (absl::Status s = CheckRange<uint32_t>(absl::StrCat(field, ".port"), node.port(), 1, 65535);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (ic.has_heartbeat_interval_ms()) {
+    if (absl::Status s = CheckRange<uint64_t>("interconnect.heartbeat_interval_ms",
+                                              ic.heartbeat_interval_ms(), 10, 60'000);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (ic.has_dead_peer_timeout_ms()) {
+    const uint64_t heartbeat = ic.has_heartbeat_interval_ms() ? ic.heartbeat_interval_ms() : 500;
+    if (absl::Status s = CheckRange<uint64_t>("interconnect.dead_peer_timeout_ms",
+                                              ic.dead_peer_timeout_ms(), heartbeat + 1, 600'000);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (ic.has_max_unacked_bytes()) {
+    if (absl::Status s = CheckRange<uint64_t>("interconnect.max_unacked_bytes",
+                                              ic.max_unacked_bytes(), 65'536, 4'294'967'295);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (ic.has_max_event_size()) {
+    if (absl::Status s = CheckRange<uint32_t>("interconnect.max_event_size", ic.max_event_size(),
+                                              1024, 64u << 20);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 proto::PoolConfig DefaultPool(std::string name, uint32_t threads) {
   proto::PoolConfig pool;
   pool.set_name(std::move(name));
@@ -171,7 +231,7 @@ absl::Status ValidateConfig(const proto::ActorSystemConfig& config) {
       return s;
     }
   }
-  return absl::OkStatus();
+  return ValidateInterconnect(config.interconnect());
 }
 
 proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
@@ -222,6 +282,22 @@ proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
   }
   if (!full.has_max_services()) {
     full.set_max_services(4096);
+  }
+  proto::InterconnectConfig& ic = *full.mutable_interconnect();
+  if (ic.cluster_id().empty()) {
+    ic.set_cluster_id("troupe");
+  }
+  if (!ic.has_heartbeat_interval_ms()) {
+    ic.set_heartbeat_interval_ms(500);
+  }
+  if (!ic.has_dead_peer_timeout_ms()) {
+    ic.set_dead_peer_timeout_ms(std::max<uint64_t>(3000, ic.heartbeat_interval_ms() + 1));
+  }
+  if (!ic.has_max_unacked_bytes()) {
+    ic.set_max_unacked_bytes(16u << 20);
+  }
+  if (!ic.has_max_event_size()) {
+    ic.set_max_event_size(8u << 20);
   }
   return full;
 }

@@ -100,6 +100,43 @@ TEST(ConfigTest, RejectsOtherTopLevelFieldsOutOfRange) {
   ExpectParseFieldError("max_services: 1", "max_services");
 }
 
+TEST(ConfigTest, RejectsBadInterconnectSettingsNamingTheField) {
+  ExpectParseFieldError(R"(interconnect { nodes { host: "h" port: 1 } })",
+                        "interconnect.nodes[0].node_id");
+  ExpectParseFieldError(
+      R"(interconnect { nodes { node_id: 1 host: "h" port: 1 } nodes { node_id: 1 host: "h" port: 2 } })",
+      "interconnect.nodes[1].node_id");
+  ExpectParseFieldError(R"(interconnect { nodes { node_id: 2000000 host: "h" port: 1 } })",
+                        "interconnect.nodes[0].node_id");
+  ExpectParseFieldError(R"(interconnect { nodes { node_id: 1 port: 1 } })",
+                        "interconnect.nodes[0].host");
+  ExpectParseFieldError(R"(interconnect { nodes { node_id: 1 host: "h" } })",
+                        "interconnect.nodes[0].port");
+  ExpectParseFieldError(R"(interconnect { nodes { node_id: 1 host: "h" port: 70000 } })",
+                        "interconnect.nodes[0].port");
+  ExpectParseFieldError("interconnect { heartbeat_interval_ms: 1 }",
+                        "interconnect.heartbeat_interval_ms");
+  ExpectParseFieldError("interconnect { heartbeat_interval_ms: 1000 dead_peer_timeout_ms: 1000 }",
+                        "interconnect.dead_peer_timeout_ms");
+  ExpectParseFieldError("interconnect { max_unacked_bytes: 10 }", "interconnect.max_unacked_bytes");
+  ExpectParseFieldError("interconnect { max_event_size: 100000000 }",
+                        "interconnect.max_event_size");
+}
+
+TEST(ConfigTest, WithDefaultsFillsInterconnectSettings) {
+  const absl::StatusOr<proto::ActorSystemConfig> config = ParseConfig(
+      R"(interconnect { nodes { node_id: 1 host: "127.0.0.1" port: 19001 } heartbeat_interval_ms: 5000 })");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const proto::InterconnectConfig ic = WithDefaults(*config).interconnect();
+  EXPECT_EQ(ic.cluster_id(), "troupe");
+  EXPECT_EQ(ic.heartbeat_interval_ms(), 5000u);
+  EXPECT_EQ(ic.dead_peer_timeout_ms(), 5001u) << "always longer than the heartbeat interval";
+  EXPECT_EQ(ic.max_unacked_bytes(), 16u << 20);
+  EXPECT_EQ(ic.max_event_size(), 8u << 20);
+  EXPECT_EQ(ic.nodes_size(), 1);
+  EXPECT_EQ(WithDefaults(proto::ActorSystemConfig()).interconnect().dead_peer_timeout_ms(), 3000u);
+}
+
 TEST(ConfigTest, MalformedTextNamesLine) {
   const absl::StatusOr<proto::ActorSystemConfig> config =
       ParseConfig("node_id: 1\npools { name: \"A\" }\npools { name: \"B\" threads: }\n");
