@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "interconnect/handshake.h"
+
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace troupe::interconnect {
+
+namespace {
+
+void Put32(char* out, uint32_t value) {
+  for (int i = 0; i < 4; ++i) {
+    out[i] = static_cast<char>(value >> (8 * i));
+  }
+}
+
+uint32_t Get32(const char* in) {
+  uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) {
+    value = (value << 8) | static_cast<unsigned char>(in[i]);
+  }
+  return value;
+}
+
+}  // namespace
+
+void AppendHandshake(const proto::Handshake& handshake, std::string* out) {
+  const std::string body = handshake.SerializeAsString();
+  std::array<char, 8> prefix = {};
+  Put32(prefix.data(), kHandshakeMagic);
+  Put32(prefix.data() + 4, static_cast<uint32_t>(body.size()));
+  out->append(prefix.data(), prefix.size());
+  out->append(body);
+}
+
+absl::StatusOr<std::optional<proto::Handshake>> HandshakeReader::Next() {
+  if (consumed_ > 0) {
+    return absl::FailedPreconditionError("the handshake was already read");
+  }
+  // A wrong magic is refused as soon as its bytes are in.
+  std::array<char, 4> magic = {};
+  Put32(magic.data(), kHandshakeMagic);
+  const size_t seen = std::min<size_t>(buffer_.size(), 4);
+  if (std::string_view(buffer_.data(), seen) != std::string_view(magic.data(), seen)) {
+    return absl::DataLossError("the peer did not start with a Troupe handshake");
+  }
+  if (buffer_.size() < 8) {
+    return std::nullopt;
+  }
+  const uint32_t length = Get32(buffer_.data() + 4);
+  if (length > kMaxHandshakeSize) {
+    return absl::DataLossError(absl::StrFormat("handshake of %u bytes exceeds the limit of %u",
+                                               length, kMaxHandshakeSize));
+  }
+  if (buffer_.size() < 8 + length) {
+    return std::nullopt;
+  }
+  proto::Handshake handshake;
+  if (!handshake.ParseFromArray(buffer_.data() + 8, static_cast<int>(length))) {
+    return absl::DataLossError("the handshake does not parse");
+  }
+  consumed_ = 8 + length;
+  return handshake;
+}
+
+absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& self,
+                            std::optional<NodeId> dialed) {
+  if (peer.protocol_version() != kProtocolVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("node %u speaks protocol version %u; this node speaks %u", peer.from_node(),
+                        peer.protocol_version(), kProtocolVersion));
+  }
+  if (peer.cluster_id() != self.cluster_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", peer.from_node(), " belongs to cluster \"", peer.cluster_id(),
+                     "\"; this node belongs to \"", self.cluster_id, "\""));
+  }
+  if (peer.to_node() != self.node) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "node %u wanted node %u; this is node %u", peer.from_node(), peer.to_node(), self.node));
+  }
+  if (dialed.has_value()) {
+    if (peer.from_node() != *dialed) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("dialed node %u but node %u answered", *dialed, peer.from_node()));
+    }
+  } else if (peer.from_node() == self.node || !self.known_nodes.contains(peer.from_node())) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("node %u is not another node of this cluster's table", peer.from_node()));
+  }
+  if (peer.incarnation() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("node %u sent incarnation 0", peer.from_node()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace troupe::interconnect

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The handshake that opens every interconnect connection: who is talking, in which cluster, with
+// which protocol, and whether the connection resumes a living session.
+//
+// On the wire a handshake is the magic "TRPH", a little-endian uint32 length (at most
+// kMaxHandshakeSize) and a serialized proto::Handshake. Each side sends one and checks the
+// other's with CheckHandshake before any frame:
+//   | check                                             | refusal (kFailedPrecondition) names    |
+//   |---------------------------------------------------|----------------------------------------|
+//   | protocol_version == kProtocolVersion              | both versions                          |
+//   | cluster_id equals ours                            | both cluster ids                       |
+//   | to_node is our node id                            | the node it wanted and ours            |
+//   | from_node is the node we dialed (outgoing), or    | the node it claims and what we expect  |
+//   | a node of the table other than ours (incoming)    |                                        |
+// Garbage instead of a handshake (bad magic, a length over the limit, bytes that do not parse) is
+// kDataLoss. A peer whose incarnation differs from the one of our current session with it has
+// restarted: the old session ends (its unacknowledged events are reported) and a new one starts.
+//
+// Thread-safety: thread-compatible.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "actors/actor_id.h"
+#include "proto/interconnect.pb.h"
+
+namespace troupe::interconnect {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kHandshakeMagic = 0x48505254;  // "TRPH" read as little-endian
+inline constexpr size_t kMaxHandshakeSize = 4096;
+
+// What this node says about itself in a handshake and checks the peer's against.
+struct LocalIdentity {
+  std::string cluster_id;
+  NodeId node = 0;
+  uint64_t incarnation = 0;
+  // Node ids of the cluster's table (ours included): who may connect to us.
+  absl::flat_hash_set<NodeId> known_nodes;
+};
+
+// Appends the framed `handshake` to `out`.
+void AppendHandshake(const proto::Handshake& handshake, std::string* out);
+
+// Takes the peer's handshake from the start of a connection's bytes.
+class HandshakeReader {
+ public:
+  // Adds received bytes.
+  void Append(std::string_view bytes) { buffer_.append(bytes); }
+  // Returns the handshake once all its bytes are in (nullopt before); kDataLoss when the bytes
+  // are not a handshake. Bytes after it (the first frames) are kept: see rest().
+  absl::StatusOr<std::optional<proto::Handshake>> Next();
+  // Returns the bytes received after the handshake.
+  std::string_view rest() const {
+    const std::string_view all = buffer_;
+    return all.substr(consumed_);
+  }
+
+ private:
+  std::string buffer_;
+  size_t consumed_ = 0;
+};
+
+// Checks a peer's handshake (see the table above). `dialed` is the node we connected to for an
+// outgoing connection, nullopt for an incoming one.
+absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& self,
+                            std::optional<NodeId> dialed);
+
+}  // namespace troupe::interconnect
