@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "interconnect/transport.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace troupe::interconnect {
+
+// One node's view of the pipe network.
+class PipeTransport final : public Transport {
+ public:
+  PipeTransport(PipeNetwork* network, ActorSystem* system) : network_(network), system_(system) {}
+
+  absl::StatusOr<uint16_t> Listen(const std::string& host, uint16_t port,
+                                  const ActorId& acceptor) override {
+    troupe::MutexLock lock(&network_->mu_);
+    if (port == 0) {
+      port = network_->next_port_++;
+    }
+    const std::string address = absl::StrCat(host, ":", port);
+    if (!network_->listeners_.emplace(address, std::pair{system_, acceptor}).second) {
+      return absl::AlreadyExistsError(absl::StrCat("address ", address, " is in use"));
+    }
+    return port;
+  }
+
+  ConnectionId Connect(const std::string& host, uint16_t port, const ActorId& owner) override {
+    troupe::MutexLock lock(&network_->mu_);
+    const ConnectionId client = network_->next_id_++;
+    auto listener = network_->listeners_.find(absl::StrCat(host, ":", port));
+    if (listener == network_->listeners_.end()) {
+      system_->Send(owner, std::make_unique<EvConnectionDown>(
+                               client, absl::UnavailableError(absl::StrCat(
+                                           "connection to ", host, ":", port, " refused"))));
+      return client;
+    }
+    const ConnectionId server = network_->next_id_++;
+    PipeNetwork::End& client_end = network_->ends_[client];
+    client_end.system = system_;
+    client_end.owner = owner;
+    client_end.peer = server;
+    PipeNetwork::End& server_end = network_->ends_[server];
+    server_end.system = listener->second.first;
+    server_end.owner = listener->second.second;
+    server_end.peer = client;
+    system_->Send(owner, std::make_unique<EvConnectionUp>(client, /*is_incoming=*/false));
+    server_end.system->Send(server_end.owner,
+                            std::make_unique<EvConnectionUp>(server, /*is_incoming=*/true));
+    return client;
+  }
+
+  void SetOwner(ConnectionId connection, const ActorId& owner) override {
+    troupe::MutexLock lock(&network_->mu_);
+    if (auto end = network_->ends_.find(connection); end != network_->ends_.end()) {
+      end->second.owner = owner;
+    }
+  }
+
+  void Write(ConnectionId connection, std::string bytes) override {
+    troupe::MutexLock lock(&network_->mu_);
+    auto it = network_->ends_.find(connection);
+    if (it == network_->ends_.end() || !it->second.up || bytes.empty()) {
+      return;
+    }
+    PipeNetwork::End& end = it->second;
+    if (end.corrupt_next) {
+      end.corrupt_next = false;
+      bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x04);
+    }
+    if (end.blackholed) {
+      return;
+    }
+    if (end.stalled) {
+      end.held += bytes;
+      return;
+    }
+    network_->Transmit(end.peer, std::move(bytes));
+  }
+
+  void Close(ConnectionId connection) override {
+    troupe::MutexLock lock(&network_->mu_);
+    auto it = network_->ends_.find(connection);
+    if (it == network_->ends_.end()) {
+      return;
+    }
+    const ConnectionId peer = it->second.peer;
+    for (const TimerCookie& cookie : it->second.in_flight) {
+      cookie.Cancel();
+    }
+    network_->ends_.erase(it);
+    network_->Down(peer, absl::UnavailableError("connection closed by the peer"));
+  }
+
+ private:
+  PipeNetwork* const network_;
+  ActorSystem* const system_;
+};
+
+std::unique_ptr<Transport> PipeNetwork::TransportFor(ActorSystem* system) {
+  return std::make_unique<PipeTransport>(this, system);
+}
+
+void PipeNetwork::Transmit(ConnectionId to, std::string bytes) {
+  auto it = ends_.find(to);
+  if (it == ends_.end() || !it->second.up) {
+    return;
+  }
+  End& end = it->second;
+  auto ev = std::make_unique<EventHandle>(end.owner, ActorId(),
+                                          std::make_unique<EvBytesReceived>(to, std::move(bytes)));
+  if (latency_ <= absl::ZeroDuration()) {
+    end.system->Send(std::move(ev));
+    return;
+  }
+  while (!end.in_flight.empty() && !end.in_flight.front().IsPending()) {
+    end.in_flight.pop_front();
+  }
+  end.in_flight.push_back(end.system->Schedule(latency_, std::move(ev)));
+}
+
+void PipeNetwork::Down(ConnectionId id, const absl::Status& reason) {
+  auto it = ends_.find(id);
+  if (it == ends_.end()) {
+    return;
+  }
+  End& end = it->second;
+  for (const TimerCookie& cookie : end.in_flight) {
+    cookie.Cancel();
+  }
+  end.system->Send(end.owner, std::make_unique<EvConnectionDown>(id, reason));
+  ends_.erase(it);
+}
+
+void PipeNetwork::Cut(ConnectionId connection) {
+  troupe::MutexLock lock(&mu_);
+  auto it = ends_.find(connection);
+  if (it == ends_.end()) {
+    return;
+  }
+  const ConnectionId peer = it->second.peer;
+  const absl::Status reason = absl::UnavailableError("connection cut");
+  Down(connection, reason);
+  Down(peer, reason);
+}
+
+void PipeNetwork::Stall(ConnectionId connection) {
+  troupe::MutexLock lock(&mu_);
+  auto it = ends_.find(connection);
+  if (it == ends_.end()) {
+    return;
+  }
+  const ConnectionId peer = it->second.peer;
+  it->second.stalled = true;
+  if (auto other = ends_.find(peer); other != ends_.end()) {
+    other->second.stalled = true;
+  }
+}
+
+void PipeNetwork::Resume(ConnectionId connection) {
+  troupe::MutexLock lock(&mu_);
+  auto it = ends_.find(connection);
+  if (it == ends_.end()) {
+    return;
+  }
+  const ConnectionId peer = it->second.peer;
+  for (ConnectionId id : {connection, peer}) {
+    auto end = ends_.find(id);
+    if (end == ends_.end()) {
+      continue;
+    }
+    end->second.stalled = false;
+    if (!end->second.held.empty()) {
+      std::string held = std::move(end->second.held);
+      end->second.held.clear();
+      Transmit(end->second.peer, std::move(held));
+    }
+  }
+}
+
+void PipeNetwork::Blackhole(ConnectionId connection) {
+  troupe::MutexLock lock(&mu_);
+  auto it = ends_.find(connection);
+  if (it == ends_.end()) {
+    return;
+  }
+  const ConnectionId peer = it->second.peer;
+  it->second.blackholed = true;
+  if (auto other = ends_.find(peer); other != ends_.end()) {
+    other->second.blackholed = true;
+  }
+}
+
+void PipeNetwork::CorruptNextWrite(ConnectionId connection) {
+  troupe::MutexLock lock(&mu_);
+  if (auto it = ends_.find(connection); it != ends_.end()) {
+    it->second.corrupt_next = true;
+  }
+}
+
+size_t PipeNetwork::Connections() const {
+  troupe::MutexLock lock(&mu_);
+  return ends_.size() / 2;
+}
+
+}  // namespace troupe::interconnect
