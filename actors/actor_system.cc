@@ -3,6 +3,7 @@
 
 #include "actors/config.h"
 #include "actors/internal/driver.h"
+#include "actors/internal/remote_router.h"
 #include "actors/internal/runtime.h"
 #include "actors/log.h"
 
@@ -20,6 +21,10 @@ absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Create(
 absl::StatusOr<std::unique_ptr<ActorSystem>> internal::CreateDrivenSystem(
     const proto::ActorSystemConfig& config, Driver* driver, uint64_t first_local_id) {
   return ActorSystem::Build(config, driver, first_local_id);
+}
+
+void internal::SetRemoteRouter(ActorSystem& system, RemoteRouter* router) {
+  system.runtime()->set_remote_router(router);
 }
 
 absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Build(

@@ -150,6 +150,11 @@ void Runtime::Deliver(EventHandlePtr ev) {
       driver_->RouteRemote(this, std::move(ev));
       return;
     }
+    // acquire: pairs with the release in set_remote_router.
+    if (RemoteRouter* router = remote_router_.load(std::memory_order_acquire); router != nullptr) {
+      router->Route(std::move(ev));
+      return;
+    }
     Undeliverable(std::move(ev), UndeliveredReason::kNoRoute);
     return;
   }

@@ -4,7 +4,8 @@
 //
 // Delivery rules, in order (DESIGN.md):
 //   1. recipient on another node → the driver's RouteRemote when a driver runs the node (the
-//      deterministic test runtime's simulated interconnect); otherwise reported as kNoRoute;
+//      deterministic test runtime's simulated interconnect), else the installed RemoteRouter (the
+//      interconnect), else reported as kNoRoute;
 //   2. local recipient → its mailbox after the service rewrite; the pusher that activates an idle
 //      mailbox hands it to the mailbox's pool;
 //   3. missing mailbox or actor → forward target if set, else Undelivered to a tracking sender,
@@ -29,6 +30,7 @@
 #include "actors/internal/driver.h"
 #include "actors/internal/executor_pool.h"
 #include "actors/internal/mailbox_table.h"
+#include "actors/internal/remote_router.h"
 #include "actors/internal/scheduler.h"
 #include "actors/internal/service_table.h"
 #include "proto/config.pb.h"
@@ -82,6 +84,11 @@ class Runtime {
     return scheduler_->Schedule(delay, std::move(ev));
   }
   absl::Time Now() const { return driver_ != nullptr ? driver_->Now() : absl::Now(); }
+  // Installs the router for recipients on other nodes (see remote_router.h).
+  void set_remote_router(RemoteRouter* router) {
+    // release: pairs with the acquire in Deliver; a sender that sees the router sees it built.
+    remote_router_.store(router, std::memory_order_release);
+  }
 
   // -- actors -----------------------------------------------------------------------------------
 
@@ -134,6 +141,7 @@ class Runtime {
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> failed_actors_{0};
   std::atomic<bool> stopped_{false};
+  std::atomic<RemoteRouter*> remote_router_{nullptr};
 };
 
 }  // namespace troupe::internal

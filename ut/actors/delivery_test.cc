@@ -4,7 +4,7 @@
 // unknown-service / unknown-node recipients, drop counting, forward-on-nondelivery, and the rule
 // that a reused mailbox never hands a stale event to its new actor.
 //
-// Every test here runs on troupe::testing::TestRuntime (one thread, seeded dispatch order,
+// Every test here but two runs on troupe::testing::TestRuntime (one thread, seeded dispatch order,
 // simulated time). The delivery rules are decisions the runtime takes per event, not properties of
 // its threads, so one thread checks them exactly: "nothing else arrived" is a fact once dispatching
 // is idle, not a timeout, and the mailbox-reuse cases are reached on purpose rather than by luck.
@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -27,6 +28,8 @@
 #include "actors/actor_system.h"
 #include "actors/event.h"
 #include "actors/events.h"
+#include "actors/internal/remote_router.h"
+#include "actors/sync.h"
 #include "actors/testing/test_runtime.h"
 #include "ut/actors/test_util.h"
 
@@ -303,8 +306,9 @@ TEST(DeliveryTest, TracksUndeliveredToUnknownNode) {
   EXPECT_EQ(reports.at(32).reason, UndeliveredReason::kNoRoute);
 }
 
-// The one test on real threads: a standalone node (no driver, no interconnect) has its own rule 1
-// branch, which TestRuntime replaces with its simulated interconnect.
+// The two tests on real threads: a standalone node (no driver) has its own rule 1 branch — the
+// installed RemoteRouter, else kNoRoute — which TestRuntime replaces with its simulated
+// interconnect.
 TEST(DeliveryTest, StandaloneNodeReportsRemoteRecipientsAsNoRoute) {
   std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
   ASSERT_NE(system, nullptr);
@@ -316,6 +320,46 @@ TEST(DeliveryTest, StandaloneNodeReportsRemoteRecipientsAsNoRoute) {
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].reason, UndeliveredReason::kNoRoute);
   EXPECT_EQ(reports[0].undelivered_cookie, 41u);
+}
+
+// Collects what the runtime routes to other nodes.
+class CollectingRouter final : public internal::RemoteRouter {
+ public:
+  void Route(EventHandlePtr ev) override {
+    troupe::MutexLock lock(&mu_);
+    routed_.push_back(std::move(ev));
+  }
+  std::vector<EventHandlePtr> Take() {
+    troupe::MutexLock lock(&mu_);
+    return std::move(routed_);
+  }
+
+ private:
+  troupe::Mutex mu_;
+  std::vector<EventHandlePtr> routed_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(DeliveryTest, InstalledRemoteRouterTakesEventsForOtherNodes) {
+  std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
+  ASSERT_NE(system, nullptr);
+  CollectingRouter router;
+  internal::SetRemoteRouter(*system, &router);
+  testutil::Inbox inbox;
+  const ActorId local = system->Register(std::make_unique<testutil::Recorder>(&inbox));
+  system->Send(ActorId(3, 0, 10, 1), std::make_unique<EvValue>(1), kTrackDelivery, 51, local);
+  system->Send(ServiceId("echo", 4), std::make_unique<EvValue>(2), kNoFlags, 52, local);
+  system->Send(local, std::make_unique<EvValue>(3));  // local: not routed
+  ASSERT_TRUE(inbox.WaitForType(kEvValue));
+  std::vector<EventHandlePtr> routed = router.Take();
+  ASSERT_EQ(routed.size(), 2u);
+  EXPECT_EQ(routed[0]->recipient(), ActorId(3, 0, 10, 1));
+  EXPECT_EQ(routed[0]->cookie(), 51u);
+  EXPECT_EQ(routed[1]->recipient(), ServiceId("echo", 4)) << "a remote service id is not rewritten";
+  internal::SetRemoteRouter(*system, nullptr);
+  system->Send(ActorId(3, 0, 10, 1), std::make_unique<EvValue>(4), kTrackDelivery, 53, local);
+  ASSERT_TRUE(inbox.WaitForType(kEvUndelivered));
+  EXPECT_EQ(inbox.OfType(kEvUndelivered)[0].reason, UndeliveredReason::kNoRoute);
+  system->Stop();
 }
 
 TEST(DeliveryTest, DropsAndCountsUntrackedUndeliverable) {
