@@ -44,6 +44,14 @@ struct StreamLimits {
   size_t max_frame_payload = 256u << 10;
   // Largest event body accepted by Enqueue (default 8 MiB).
   size_t max_event_size = 8u << 20;
+
+  // Returns the largest frame payload this side produces: what the peer's FrameDecoder limit
+  // must admit.
+  size_t MaxPayload() const {
+    return max_frame_payload > max_event_size + kEventRecordHeaderSize
+               ? max_frame_payload
+               : max_event_size + kEventRecordHeaderSize;
+  }
 };
 
 class OutboundStream {

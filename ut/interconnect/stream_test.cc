@@ -119,6 +119,23 @@ TEST(StreamTest, RefusesOversizedAndLiveEventsAndKeepsThem) {
   EXPECT_EQ(out.queued_events(), 1u);
 }
 
+TEST(StreamTest, MaxPayloadAdmitsTheLargestEventAlone) {
+  const StreamLimits limits{.max_frame_payload = 1000, .max_event_size = 5000};
+  EXPECT_EQ(limits.MaxPayload(), 5000 + kEventRecordHeaderSize);
+  OutboundStream out(limits);
+  EventHandlePtr big = Numbered(1, 5000);
+  ASSERT_TRUE(out.Enqueue(big).ok());
+  std::string bytes;
+  ASSERT_EQ(out.Pack(0, &bytes), 1u);
+  FrameDecoder decoder(static_cast<uint32_t>(limits.MaxPayload()));
+  decoder.Append(bytes);
+  Frame frame;
+  absl::StatusOr<bool> got = decoder.Next(&frame);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(*got);
+  EXPECT_EQ(frame.payload.size(), limits.MaxPayload());
+}
+
 TEST(StreamTest, RefusesAcksAndGapsOnlyABrokenPeerSends) {
   OutboundStream out;
   EventHandlePtr ev = Numbered(1);
