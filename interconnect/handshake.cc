@@ -6,25 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "interconnect/internal/little_endian.h"
+
 namespace troupe::interconnect {
 
-namespace {
-
-void Put32(char* out, uint32_t value) {
-  for (int i = 0; i < 4; ++i) {
-    out[i] = static_cast<char>(value >> (8 * i));
-  }
-}
-
-uint32_t Get32(const char* in) {
-  uint32_t value = 0;
-  for (int i = 3; i >= 0; --i) {
-    value = (value << 8) | static_cast<unsigned char>(in[i]);
-  }
-  return value;
-}
-
-}  // namespace
+using internal::Get32;
+using internal::Put32;
 
 void AppendHandshake(const proto::Handshake& handshake, std::string* out) {
   const std::string body = handshake.SerializeAsString();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interconnect/transport.h"
 
+#include <functional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -144,51 +145,39 @@ void PipeNetwork::Cut(ConnectionId connection) {
   Down(peer, reason);
 }
 
-void PipeNetwork::Stall(ConnectionId connection) {
-  troupe::MutexLock lock(&mu_);
+void PipeNetwork::ForBothEnds(ConnectionId connection, const std::function<void(End&)>& apply) {
   auto it = ends_.find(connection);
   if (it == ends_.end()) {
     return;
   }
   const ConnectionId peer = it->second.peer;
-  it->second.stalled = true;
+  apply(it->second);
+  // `apply` may transmit, which never adds or removes ends: `peer` is still looked up afresh.
   if (auto other = ends_.find(peer); other != ends_.end()) {
-    other->second.stalled = true;
+    apply(other->second);
   }
+}
+
+void PipeNetwork::Stall(ConnectionId connection) {
+  troupe::MutexLock lock(&mu_);
+  ForBothEnds(connection, [](End& end) { end.stalled = true; });
 }
 
 void PipeNetwork::Resume(ConnectionId connection) {
   troupe::MutexLock lock(&mu_);
-  auto it = ends_.find(connection);
-  if (it == ends_.end()) {
-    return;
-  }
-  const ConnectionId peer = it->second.peer;
-  for (ConnectionId id : {connection, peer}) {
-    auto end = ends_.find(id);
-    if (end == ends_.end()) {
-      continue;
+  ForBothEnds(connection, [this](End& end) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    end.stalled = false;
+    if (!end.held.empty()) {
+      std::string held = std::move(end.held);
+      end.held.clear();
+      Transmit(end.peer, std::move(held));
     }
-    end->second.stalled = false;
-    if (!end->second.held.empty()) {
-      std::string held = std::move(end->second.held);
-      end->second.held.clear();
-      Transmit(end->second.peer, std::move(held));
-    }
-  }
+  });
 }
 
 void PipeNetwork::Blackhole(ConnectionId connection) {
   troupe::MutexLock lock(&mu_);
-  auto it = ends_.find(connection);
-  if (it == ends_.end()) {
-    return;
-  }
-  const ConnectionId peer = it->second.peer;
-  it->second.blackholed = true;
-  if (auto other = ends_.find(peer); other != ends_.end()) {
-    other->second.blackholed = true;
-  }
+  ForBothEnds(connection, [](End& end) { end.blackholed = true; });
 }
 
 void PipeNetwork::CorruptNextWrite(ConnectionId connection) {

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -144,6 +145,9 @@ class PipeNetwork {
   void Transmit(ConnectionId to, std::string bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the end `id` down: cancels what is still on its way to it and tells its owner.
   void Down(ConnectionId id, const absl::Status& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls `apply` on the end `connection` and then on its peer (those that exist).
+  void ForBothEnds(ConnectionId connection, const std::function<void(End&)>& apply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const absl::Duration latency_;
   mutable troupe::Mutex mu_;

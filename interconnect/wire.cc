@@ -9,35 +9,17 @@
 
 #include "absl/strings/str_format.h"
 
+#include "interconnect/internal/little_endian.h"
+
 namespace troupe::interconnect {
 
 namespace {
 
-// Byte-order helpers: the wire is little-endian whatever the host is.
-void Put32(char* out, uint32_t value) {
-  for (int i = 0; i < 4; ++i) {
-    out[i] = static_cast<char>(value >> (8 * i));
-  }
-}
-void Put64(char* out, uint64_t value) {
-  for (int i = 0; i < 8; ++i) {
-    out[i] = static_cast<char>(value >> (8 * i));
-  }
-}
-uint32_t Get32(const char* in) {
-  uint32_t value = 0;
-  for (int i = 3; i >= 0; --i) {
-    value = (value << 8) | static_cast<unsigned char>(in[i]);
-  }
-  return value;
-}
-uint64_t Get64(const char* in) {
-  uint64_t value = 0;
-  for (int i = 7; i >= 0; --i) {
-    value = (value << 8) | static_cast<unsigned char>(in[i]);
-  }
-  return value;
-}
+using internal::Get32;
+using internal::Get64;
+using internal::Put32;
+using internal::Put64;
+
 void PutId(char* out, const ActorId& id) {
   Put64(out, id.local_id());
   Put32(out + 8, id.hint());
