@@ -207,8 +207,9 @@ class Expectation {
     options_ = options;
     return *this;
   }
-  // Dispatches until the next event handled by `recipient` (a ServiceId is resolved on its node)
-  // and checks it before its handler runs; the handler then runs as usual. Returns true on a
+  // Dispatches until the next event handled by `recipient` (a ServiceId is resolved on its node;
+  // Bootstrap does not count) and checks it before its handler runs; the handler then runs as
+  // usual. Returns true on a
   // match; otherwise records a test failure naming the event seen instead (or the bound hit) and
   // the seed, and returns false.
   bool To(const ActorId& recipient);
