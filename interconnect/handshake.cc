@@ -27,10 +27,7 @@ absl::StatusOr<std::optional<proto::Handshake>> HandshakeReader::Next() {
     return absl::FailedPreconditionError("the handshake was already read");
   }
   // A wrong magic is refused as soon as its bytes are in.
-  std::array<char, 4> magic = {};
-  Put32(magic.data(), kHandshakeMagic);
-  const size_t seen = std::min<size_t>(buffer_.size(), 4);
-  if (std::string_view(buffer_.data(), seen) != std::string_view(magic.data(), seen)) {
+  if (!internal::CouldStartWith(buffer_, kHandshakeMagic)) {
     return absl::DataLossError("the peer did not start with a Troupe handshake");
   }
   if (buffer_.size() < 8) {

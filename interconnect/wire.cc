@@ -3,7 +3,6 @@
 
 #include <xxhash.h>
 
-#include <algorithm>
 #include <array>
 #include <memory>
 
@@ -104,11 +103,8 @@ absl::StatusOr<bool> FrameDecoder::Next(Frame* frame) {
   const size_t available = buffer_.size() - consumed_;
   if (available < kFrameHeaderSize) {
     // A wrong magic is reported as soon as its bytes are in, not after a whole header.
-    const size_t seen = std::min<size_t>(available, 4);
-    std::array<char, 4> magic = {};
-    Put32(magic.data(), kWireMagic);
-    if (std::string_view(buffer_.data() + consumed_, seen) !=
-        std::string_view(magic.data(), seen)) {
+    const std::string_view unread = buffer_;
+    if (!internal::CouldStartWith(unread.substr(consumed_), kWireMagic)) {
       failure_ = absl::DataLossError("bad frame magic (not a Troupe peer, or garbage)");
       return failure_;
     }

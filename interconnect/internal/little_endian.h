@@ -6,7 +6,9 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace troupe::interconnect::internal {
 
@@ -36,6 +38,18 @@ inline uint64_t Get64(const char* in) {
     value = (value << 8) | static_cast<unsigned char>(in[i]);
   }
   return value;
+}
+
+// Returns true when `bytes` could be the start of a stream that begins with `magic`
+// (little-endian): its first min(4, size) bytes match. Lets a reader refuse garbage at its first
+// wrong byte.
+inline bool CouldStartWith(std::string_view bytes, uint32_t magic) {
+  for (size_t i = 0; i < bytes.size() && i < 4; ++i) {
+    if (static_cast<unsigned char>(bytes[i]) != ((magic >> (8 * i)) & 0xffu)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace troupe::interconnect::internal
