@@ -23,8 +23,12 @@ absl::StatusOr<std::unique_ptr<ActorSystem>> internal::CreateDrivenSystem(
   return ActorSystem::Build(config, driver, first_local_id);
 }
 
-void internal::SetRemoteRouter(ActorSystem& system, RemoteRouter* router) {
-  system.runtime()->set_remote_router(router);
+void internal::SetRemoteRouter(ActorSystem& system, std::shared_ptr<RemoteRouter> router) {
+  system.runtime()->set_remote_router(std::move(router));
+}
+
+void internal::RouteThroughRouter(ActorSystem& system, EventHandlePtr ev) {
+  system.runtime()->RouteThroughRouter(std::move(ev));
 }
 
 absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Build(

@@ -9,6 +9,8 @@
 // thread-safe and must not block (they typically hand the event to a proxy actor).
 #pragma once
 
+#include <memory>
+
 #include "actors/event.h"
 
 namespace troupe {
@@ -31,8 +33,14 @@ class RemoteRouter {
   virtual void Route(EventHandlePtr ev) = 0;
 };
 
-// Installs `router` for `system`'s remote sends (nullptr removes it). The router must outlive its
-// installation; remove it (or stop the system) before destroying it.
-void SetRemoteRouter(ActorSystem& system, RemoteRouter* router);
+// Installs `router` for `system`'s remote sends (nullptr removes it). The runtime keeps every
+// router it was given alive until it is destroyed, so a sender that loaded the router just before
+// it was replaced still calls a live object.
+void SetRemoteRouter(ActorSystem& system, std::shared_ptr<RemoteRouter> router);
+
+// Routes `ev` (recipient on another node) through `system`'s installed router, or reports it
+// Undelivered{kNoRoute} when there is none. What Deliver does for a node without a driver; a
+// driver that wants the real interconnect under simulation calls it from RouteRemote.
+void RouteThroughRouter(ActorSystem& system, EventHandlePtr ev);
 
 }  // namespace troupe::internal

@@ -143,6 +143,15 @@ absl::StatusOr<uint32_t> Runtime::PoolIndex(std::string_view name) const {
 
 // -- delivery -----------------------------------------------------------------------------------
 
+void Runtime::RouteThroughRouter(EventHandlePtr ev) {
+  // acquire: pairs with the release in set_remote_router.
+  if (RemoteRouter* router = remote_router_.load(std::memory_order_acquire); router != nullptr) {
+    router->Route(std::move(ev));
+    return;
+  }
+  Undeliverable(std::move(ev), UndeliveredReason::kNoRoute);
+}
+
 void Runtime::Deliver(EventHandlePtr ev) {
   ActorId recipient = ev->recipient();
   if (!IsLocal(recipient)) {
@@ -150,12 +159,7 @@ void Runtime::Deliver(EventHandlePtr ev) {
       driver_->RouteRemote(this, std::move(ev));
       return;
     }
-    // acquire: pairs with the release in set_remote_router.
-    if (RemoteRouter* router = remote_router_.load(std::memory_order_acquire); router != nullptr) {
-      router->Route(std::move(ev));
-      return;
-    }
-    Undeliverable(std::move(ev), UndeliveredReason::kNoRoute);
+    RouteThroughRouter(std::move(ev));
     return;
   }
   if (recipient.IsService()) {

@@ -33,6 +33,7 @@
 #include "actors/internal/remote_router.h"
 #include "actors/internal/scheduler.h"
 #include "actors/internal/service_table.h"
+#include "actors/sync.h"
 #include "proto/config.pb.h"
 
 namespace troupe {
@@ -85,10 +86,15 @@ class Runtime {
   }
   absl::Time Now() const { return driver_ != nullptr ? driver_->Now() : absl::Now(); }
   // Installs the router for recipients on other nodes (see remote_router.h).
-  void set_remote_router(RemoteRouter* router) {
-    // release: pairs with the acquire in Deliver; a sender that sees the router sees it built.
-    remote_router_.store(router, std::memory_order_release);
+  void set_remote_router(std::shared_ptr<RemoteRouter> router) {
+    // release: pairs with the acquire in RouteThroughRouter; a sender that sees the router sees
+    // it built.
+    remote_router_.store(router.get(), std::memory_order_release);
+    troupe::MutexLock lock(&routers_mu_);
+    routers_.push_back(std::move(router));
   }
+  // Rule 1 without a driver: the installed router, else kNoRoute.
+  void RouteThroughRouter(EventHandlePtr ev);
 
   // -- actors -----------------------------------------------------------------------------------
 
@@ -142,6 +148,9 @@ class Runtime {
   std::atomic<uint64_t> failed_actors_{0};
   std::atomic<bool> stopped_{false};
   std::atomic<RemoteRouter*> remote_router_{nullptr};
+  // Every router ever installed, kept alive until the runtime dies (see SetRemoteRouter).
+  troupe::Mutex routers_mu_;
+  std::vector<std::shared_ptr<RemoteRouter>> routers_ ABSL_GUARDED_BY(routers_mu_);
 };
 
 }  // namespace troupe::internal

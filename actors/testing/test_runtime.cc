@@ -311,6 +311,10 @@ struct TestRuntime::State final : internal::Driver {
     if (from == 0 || runtime->stopped()) {
       return;  // a dying node's last words
     }
+    if (!options.simulated_interconnect) {
+      runtime->RouteThroughRouter(std::move(ev));
+      return;
+    }
     if (!Exists(to)) {
       runtime->Undeliverable(std::move(ev), UndeliveredReason::kNoRoute);
       return;

@@ -138,6 +138,11 @@ struct TestRuntimeOptions {
   std::function<void(TestRuntime& runtime, NodeId node)> on_node_start = nullptr;
   // Number of most recent trace entries kept (the whole trace always feeds TraceFingerprint).
   size_t trace_capacity = 10000;
+  // True: events between nodes travel over the simulated links above (latency, partitions,
+  // observers' verdicts on links). False: they go to each node's installed remote router, so the
+  // real interconnect (troupe::interconnect over a PipeNetwork) runs under simulated time;
+  // Partition and SetLinkLatency then do not apply (use the PipeNetwork's faults).
+  bool simulated_interconnect = true;
 };
 
 // Bounds of one dispatch call.

@@ -342,8 +342,9 @@ class CollectingRouter final : public internal::RemoteRouter {
 TEST(DeliveryTest, InstalledRemoteRouterTakesEventsForOtherNodes) {
   std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
   ASSERT_NE(system, nullptr);
-  CollectingRouter router;
-  internal::SetRemoteRouter(*system, &router);
+  auto shared_router = std::make_shared<CollectingRouter>();
+  CollectingRouter& router = *shared_router;
+  internal::SetRemoteRouter(*system, shared_router);
   testutil::Inbox inbox;
   const ActorId local = system->Register(std::make_unique<testutil::Recorder>(&inbox));
   system->Send(ActorId(3, 0, 10, 1), std::make_unique<EvValue>(1), kTrackDelivery, 51, local);

@@ -165,6 +165,7 @@ struct Received {
   UndeliveredReason reason = static_cast<UndeliveredReason>(0);
   EventType source_type = 0;
   uint64_t undelivered_cookie = 0;
+  bool unsure = false;
   absl::Time at;
 };
 
@@ -236,6 +237,7 @@ inline Received Describe(EventHandle& ev) {
     r.reason = undelivered->reason;
     r.source_type = undelivered->source_type;
     r.undelivered_cookie = undelivered->cookie;
+    r.unsure = undelivered->unsure;
   }
   return r;
 }
