@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs the libraries, public headers and a package config so that a program outside the tree
-# can `find_package(Troupe)` and link `troupe::actors`.
+# can `find_package(Troupe)` and link `troupe::actors` and `troupe::interconnect`.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(_troupe_targets troupe_proto troupe_actors)
+set(_troupe_targets troupe_proto troupe_actors troupe_interconnect)
 set(TROUPE_INSTALL_TESTING OFF)
 if(TARGET troupe_testing)
   list(APPEND _troupe_targets troupe_testing)
@@ -21,6 +21,10 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/actors/" DESTINATION ${CMAKE_INSTALL_IN
 install(FILES "${PROJECT_SOURCE_DIR}/actors/internal/mailbox_node.h"
               "${PROJECT_SOURCE_DIR}/actors/internal/small_alloc.h"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actors/internal)
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/interconnect/"
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/interconnect
+        FILES_MATCHING PATTERN "*.h"
+        PATTERN "internal" EXCLUDE)
 install(FILES ${TROUPE_PROTO_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proto)
 install(FILES ${TROUPE_PROTO_FILES} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proto)
 

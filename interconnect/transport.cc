@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interconnect/transport.h"
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace troupe::interconnect {
@@ -12,10 +14,18 @@ namespace troupe::interconnect {
 class PipeTransport final : public Transport {
  public:
   PipeTransport(PipeNetwork* network, ActorSystem* system) : network_(network), system_(system) {}
+  ~PipeTransport() override { PipeTransport::Shutdown(); }
+  PipeTransport(const PipeTransport&) = delete;
+  PipeTransport& operator=(const PipeTransport&) = delete;
+  PipeTransport(PipeTransport&&) = delete;
+  PipeTransport& operator=(PipeTransport&&) = delete;
 
   absl::StatusOr<uint16_t> Listen(const std::string& host, uint16_t port,
                                   const ActorId& acceptor) override {
     troupe::MutexLock lock(&network_->mu_);
+    if (shut_down_) {
+      return absl::FailedPreconditionError("the transport is shut down");
+    }
     if (port == 0) {
       port = network_->next_port_++;
     }
@@ -29,6 +39,9 @@ class PipeTransport final : public Transport {
   ConnectionId Connect(const std::string& host, uint16_t port, const ActorId& owner) override {
     troupe::MutexLock lock(&network_->mu_);
     const ConnectionId client = network_->next_id_++;
+    if (shut_down_) {
+      return client;
+    }
     auto listener = network_->listeners_.find(absl::StrCat(host, ":", port));
     if (listener == network_->listeners_.end()) {
       system_->Send(owner, std::make_unique<EvConnectionDown>(
@@ -93,9 +106,31 @@ class PipeTransport final : public Transport {
     network_->Down(peer, absl::UnavailableError("connection closed by the peer"));
   }
 
+  void Shutdown() override {
+    std::vector<ConnectionId> mine;
+    {
+      troupe::MutexLock lock(&network_->mu_);
+      if (shut_down_) {
+        return;
+      }
+      shut_down_ = true;
+      absl::erase_if(network_->listeners_,
+                     [this](const auto& entry) { return entry.second.first == system_; });
+      for (const auto& [id, end] : network_->ends_) {
+        if (end.system == system_) {
+          mine.push_back(id);
+        }
+      }
+    }
+    for (const ConnectionId id : mine) {
+      Close(id);
+    }
+  }
+
  private:
   PipeNetwork* const network_;
   ActorSystem* const system_;
+  bool shut_down_ ABSL_GUARDED_BY(network_->mu_) = false;
 };
 
 std::unique_ptr<Transport> PipeNetwork::TransportFor(ActorSystem* system) {
@@ -185,6 +220,16 @@ void PipeNetwork::CorruptNextWrite(ConnectionId connection) {
   if (auto it = ends_.find(connection); it != ends_.end()) {
     it->second.corrupt_next = true;
   }
+}
+
+std::vector<ConnectionId> PipeNetwork::ConnectionIds() const {
+  troupe::MutexLock lock(&mu_);
+  std::vector<ConnectionId> ids;
+  for (const auto& [id, end] : ends_) {
+    ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 size_t PipeNetwork::Connections() const {

@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -95,6 +96,10 @@ class Transport {
   virtual void Write(ConnectionId connection, std::string bytes) = 0;
   // Closes the connection; its owner hears nothing more, the other end gets EvConnectionDown.
   virtual void Close(ConnectionId connection) = 0;
+  // Closes every connection and listener of this transport and stops its threads: no event is
+  // sent after it returns, and every later call is a no-op (Connect returns an id that never comes
+  // up). Idempotent; the destructor calls it. Call it before the ActorSystem goes away.
+  virtual void Shutdown() = 0;
 };
 
 class PipeTransport;
@@ -122,6 +127,8 @@ class PipeNetwork {
   void CorruptNextWrite(ConnectionId connection);
   // Returns the number of connections up.
   size_t Connections() const;
+  // Returns the ids of every connection end that is up, in increasing order.
+  std::vector<ConnectionId> ConnectionIds() const;
 
  private:
   friend class PipeTransport;

@@ -18,3 +18,4 @@ run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/ut/install/consumer" -B "${WORK_DIR}/buil
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build" -j2)
 run("${WORK_DIR}/build/consumer")
 run("${WORK_DIR}/build/consumer_test")
+run("${WORK_DIR}/build/consumer_cluster")
