@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "examples/loadtest.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+#include "actors/actor.h"
+#include "actors/events.h"
+#include "actors/log.h"
+#include "actors/session_events.h"
+
+namespace troupe::examples {
+
+ActorIdWords ToWords(const ActorId& id) {
+  ActorIdWords words;
+  words.set_local_id(id.local_id());
+  words.set_hint(id.hint());
+  words.set_node_word(id.node_word());
+  return words;
+}
+
+ActorId FromWords(const ActorIdWords& words) {
+  return ActorId::FromRaw(words.local_id(), words.hint(), words.node_word());
+}
+
+void HistogramToProto(const LatencyHistogram& histogram,
+                      google::protobuf::RepeatedPtrField<HistogramBucket>* out) {
+  for (size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
+    if (histogram.bucket(i) != 0) {
+      HistogramBucket* bucket = out->Add();
+      bucket->set_index(static_cast<uint32_t>(i));
+      bucket->set_count(histogram.bucket(i));
+    }
+  }
+}
+
+void AddHistogramProto(const google::protobuf::RepeatedPtrField<HistogramBucket>& buckets,
+                       LatencyHistogram* histogram) {
+  for (const HistogramBucket& bucket : buckets) {
+    histogram->AddToBucket(bucket.index(), bucket.count());
+  }
+}
+
+namespace {
+
+// Answers every ping with a pong carrying the same body and cookie.
+class Echo final : public Actor {
+ public:
+  Echo() : Actor(&Echo::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvEchoPing, HandlePing);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandlePing(EventPtr<EvEchoPing> ev) {
+    auto pong = std::make_unique<EvEchoPong>();
+    pong->record = ev.Get()->record;
+    Send(ev->sender(), std::move(pong), kNoFlags, ev->cookie());
+  }
+};
+
+// Acknowledges data events; tracks, per sending actor, the next expected sequence number.
+class LoadReceiver final : public Actor {
+ public:
+  LoadReceiver() : Actor(&LoadReceiver::StateWork) {}
+
+ private:
+  struct PerSender {
+    uint64_t next = 1;
+    uint64_t dups = 0;
+    uint64_t gaps = 0;
+  };
+
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvLoadData, HandleData);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandleData(EventPtr<EvLoadData> ev) {
+    const LoadData& data = ev.Get()->record;
+    PerSender& from = senders_[ev->sender()];
+    if (data.seq() == from.next) {
+      ++from.next;
+    } else if (data.seq() < from.next) {
+      ++from.dups;
+    } else {
+      from.gaps += data.seq() - from.next;
+      from.next = data.seq() + 1;
+    }
+    auto ack = std::make_unique<EvLoadAck>();
+    ack->record.set_pair_id(data.pair_id());
+    ack->record.set_seq(data.seq());
+    ack->record.set_sent_at_ns(data.sent_at_ns());
+    ack->record.set_dups(from.dups);
+    ack->record.set_gaps(from.gaps);
+    Send(ev->sender(), std::move(ack));
+  }
+
+  absl::flat_hash_map<ActorId, PerSender> senders_;
+};
+
+// One pair's sending side (see the file comment of loadtest.h).
+class LoadSender final : public Actor {
+ public:
+  explicit LoadSender(LoadStart start)
+      : Actor(&LoadSender::StateWork),
+        start_(std::move(start)),
+        controller_(FromWords(start_.controller())),
+        target_(kLoadReceiverService.WithNode(start_.receiver())),
+        window_(std::max<uint32_t>(1, start_.window())),
+        payload_(start_.payload_bytes(), 'x') {}
+
+ private:
+  static constexpr absl::Duration kProgressInterval = absl::Seconds(1);
+  static constexpr absl::Duration kDrainTimeout = absl::Seconds(5);
+  enum Tag : uint64_t { kTagProgress = 1, kTagStop, kTagDrainTimeout };
+
+  void Bootstrap() override {
+    started_ns_ = absl::GetCurrentTimeNanos();
+    ScheduleWakeup(kProgressInterval, kTagProgress);
+    ScheduleWakeup(absl::Milliseconds(start_.duration_ms()), kTagStop);
+    Fill();
+  }
+
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvLoadAck, HandleAck);
+      TROUPE_HFUNC(EvUndelivered, HandleUndelivered);
+      TROUPE_HFUNC(EvNodeDisconnected, HandleDisconnected);
+      TROUPE_HFUNC(EvWakeup, HandleWakeup);
+      TROUPE_IGNORE(kEvNodeConnected);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  // -- sending -------------------------------------------------------------------------------
+
+  void Fill() {
+    while (sending_ && outstanding_ < window_) {
+      auto data = std::make_unique<EvLoadData>();
+      const uint64_t seq = next_seq_++;
+      data->record.set_pair_id(start_.pair_id());
+      data->record.set_seq(seq);
+      data->record.set_sent_at_ns(absl::GetCurrentTimeNanos());
+      data->record.set_payload(payload_);
+      // The cookie comes back in EvUndelivered: it names the lost event.
+      Send(target_, std::move(data), kTrackDelivery | kSubscribeOnSession, seq);
+      resolved_.push_back(false);
+      ++outstanding_;
+      ++sent_;
+    }
+  }
+
+  // Marks `seq` answered (acked or lost); returns false when it was not outstanding.
+  bool Resolve(uint64_t seq) {
+    if (seq < base_ || seq >= next_seq_ || resolved_[seq - base_]) {
+      return false;
+    }
+    resolved_[seq - base_] = true;
+    while (!resolved_.empty() && resolved_.front()) {
+      resolved_.pop_front();
+      ++base_;
+    }
+    --outstanding_;
+    return true;
+  }
+
+  // -- answers -------------------------------------------------------------------------------
+
+  void HandleAck(EventPtr<EvLoadAck> ev) {
+    const LoadAck& ack = ev.Get()->record;
+    const int64_t now = absl::GetCurrentTimeNanos();
+    // base_ is the oldest outstanding seq: acks of one sender→recipient stream come in order.
+    const bool in_order = ack.seq() == base_;
+    if (!Resolve(ack.seq())) {
+      ++reorders_;  // repeated, or for an event never sent
+      return;
+    }
+    if (!in_order) {
+      ++reorders_;
+    }
+    ++acked_;
+    bytes_ += payload_.size();
+    last_ack_ns_ = now;
+    rtt_.Record(static_cast<uint64_t>(std::max<int64_t>(0, now - ack.sent_at_ns())));
+    dups_ = std::max(dups_, ack.dups());
+    gaps_ = std::max(gaps_, ack.gaps());
+    Continue();
+  }
+
+  void HandleUndelivered(EventPtr<EvUndelivered> ev) {
+    if (!Resolve(ev->cookie())) {
+      return;
+    }
+    ++undelivered_;
+    if (problem_.empty()) {
+      const std::string_view reason = UndeliveredReasonName(ev.Get()->reason);
+      problem_ = absl::StrCat("data seq ", ev->cookie(), " undelivered (",
+                              absl::string_view(reason.data(), reason.size()),
+                              ev.Get()->unsure ? ", unsure" : "", ")");
+    }
+    sending_ = false;  // the pair has failed; report what it has
+    Continue();
+  }
+
+  void HandleDisconnected(EventPtr<EvNodeDisconnected> ev) {
+    ++disconnects_;
+    if (problem_.empty()) {
+      problem_ = absl::StrCat("session to node ", ev.Get()->node, " died with ", outstanding_,
+                              " data events unacknowledged");
+    }
+    Finish();
+  }
+
+  void HandleWakeup(EventPtr<EvWakeup> ev) {
+    switch (ev.Get()->tag) {
+      case kTagProgress: {
+        auto progress = std::make_unique<EvLoadProgress>();
+        progress->record.set_pair_id(start_.pair_id());
+        progress->record.set_acked(acked_);
+        progress->record.set_bytes(bytes_);
+        Send(controller_, std::move(progress));
+        ScheduleWakeup(kProgressInterval, kTagProgress);
+        break;
+      }
+      case kTagStop:
+        sending_ = false;
+        Continue();
+        break;
+      case kTagDrainTimeout:
+        if (problem_.empty()) {
+          problem_ = absl::StrCat(outstanding_, " data events unacknowledged ",
+                                  absl::FormatDuration(kDrainTimeout), " after the end");
+        }
+        Finish();
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Sends more while running; once stopped, finishes when nothing is outstanding.
+  void Continue() {
+    if (sending_) {
+      Fill();
+      return;
+    }
+    if (outstanding_ == 0) {
+      Finish();
+    } else if (!draining_) {
+      draining_ = true;
+      ScheduleWakeup(kDrainTimeout, kTagDrainTimeout);
+    }
+  }
+
+  void Finish() {
+    if (finished_) {
+      return;
+    }
+    finished_ = true;
+    sending_ = false;
+    const int64_t end = last_ack_ns_ != 0 ? last_ack_ns_ : absl::GetCurrentTimeNanos();
+    auto report = std::make_unique<EvLoadReport>();
+    LoadReport& r = report->record;
+    r.set_pair_id(start_.pair_id());
+    r.set_sent(sent_);
+    r.set_acked(acked_);
+    r.set_bytes(bytes_);
+    r.set_dups(dups_);
+    r.set_gaps(gaps_);
+    r.set_reorders(reorders_);
+    HistogramToProto(rtt_, r.mutable_rtt());
+    r.set_elapsed_ns(end - started_ns_);
+    r.set_undelivered(undelivered_);
+    r.set_disconnects(disconnects_);
+    r.set_problem(problem_);
+    TROUPE_LOG(kInfo, kUser) << "pair " << start_.pair_id() << " done: sent " << sent_ << ", acked "
+                             << acked_ << (problem_.empty() ? "" : absl::StrCat(", ", problem_));
+    Send(controller_, std::move(report));
+    PassAway();
+  }
+
+  const LoadStart start_;
+  const ActorId controller_;
+  const ActorId target_;
+  const uint32_t window_;
+  const std::string payload_;
+
+  bool sending_ = true;
+  bool draining_ = false;
+  bool finished_ = false;
+  // Sequence numbers [base_, next_seq_) are sent; resolved_[i] tells whether base_ + i is
+  // answered. base_ is always the oldest unanswered one.
+  uint64_t next_seq_ = 1;
+  uint64_t base_ = 1;
+  std::deque<bool> resolved_;
+  uint64_t outstanding_ = 0;
+
+  int64_t started_ns_ = 0;
+  int64_t last_ack_ns_ = 0;
+  uint64_t sent_ = 0;
+  uint64_t acked_ = 0;
+  uint64_t bytes_ = 0;
+  uint64_t dups_ = 0;
+  uint64_t gaps_ = 0;
+  uint64_t reorders_ = 0;
+  uint64_t undelivered_ = 0;
+  uint64_t disconnects_ = 0;
+  std::string problem_;
+  LatencyHistogram rtt_;
+};
+
+// Spawns one LoadSender per LoadStart.
+class LoadSenderService final : public Actor {
+ public:
+  LoadSenderService() : Actor(&LoadSenderService::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvLoadStart, HandleStart);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandleStart(EventPtr<EvLoadStart> ev) {
+    const LoadStart& start = ev.Get()->record;
+    TROUPE_LOG(kInfo, kUser) << "pair " << start.pair_id() << ": sending to node "
+                             << start.receiver() << " for " << start.duration_ms() << " ms ("
+                             << start.payload_bytes() << " B payload, window " << start.window()
+                             << ")";
+    Register(std::make_unique<LoadSender>(start));
+  }
+};
+
+absl::Status RegisterService(ActorSystem* system, const ActorId& service,
+                             std::unique_ptr<Actor> actor) {
+  const ActorId id = system->Register(std::move(actor));
+  if (id.IsEmpty()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot register the actor of service ", service.ServiceName()));
+  }
+  return system->RegisterService(service, id);
+}
+
+}  // namespace
+
+absl::Status RegisterNodeServices(ActorSystem* system) {
+  if (absl::Status status = RegisterService(system, kEchoService, std::make_unique<Echo>());
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status =
+          RegisterService(system, kLoadSenderService, std::make_unique<LoadSenderService>());
+      !status.ok()) {
+    return status;
+  }
+  return RegisterService(system, kLoadReceiverService, std::make_unique<LoadReceiver>());
+}
+
+}  // namespace troupe::examples

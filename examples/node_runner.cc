@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "examples/node_runner.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <ctime>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+#include "actors/config.h"
+#include "actors/log.h"
+
+namespace troupe::examples {
+
+namespace {
+
+sigset_t TerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+}  // namespace
+
+void BlockTerminationSignals() {
+  const sigset_t set = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int WaitForTerminationSignal(absl::Duration timeout) {
+  const sigset_t set = TerminationSignals();
+  const timespec wait = absl::ToTimespec(std::max(timeout, absl::ZeroDuration()));
+  while (true) {
+    const int signal = sigtimedwait(&set, nullptr, &wait);
+    if (signal > 0) {
+      return signal;
+    }
+    if (errno != EINTR) {
+      return 0;  // EAGAIN: the timeout passed
+    }
+  }
+}
+
+std::string SignalName(int signal) {
+  switch (signal) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return absl::StrCat("signal ", signal);
+  }
+}
+
+absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path, uint32_t node_id) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError(
+        "--config: required (a protobuf text file with the node table)");
+  }
+  absl::StatusOr<proto::ActorSystemConfig> config = LoadConfigFile(path);
+  if (!config.ok()) {
+    return config.status();  // names the file and the field, or the line and column
+  }
+  if (node_id != 0) {
+    config->set_node_id(node_id);
+    if (absl::Status status = ValidateConfig(*config); !status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat(path, " with --node_id=", node_id, ": ", status.message()));
+    }
+  }
+  const uint32_t self = config->has_node_id() ? config->node_id() : 1;
+  for (const proto::NodeAddress& node : config->interconnect().nodes()) {
+    if (node.node_id() == self) {
+      return config;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": interconnect.nodes: no entry for node_id ", self, " (set node_id or --node_id)"));
+}
+
+void EnableSessionLogs() {
+  if (!LogEnabled(LogLevel::kInfo, LogComponent::kInterconnect)) {
+    SetLogLevel(LogLevel::kInfo, LogComponent::kInterconnect);
+  }
+  if (!LogEnabled(LogLevel::kInfo, LogComponent::kUser)) {
+    SetLogLevel(LogLevel::kInfo, LogComponent::kUser);
+  }
+}
+
+void SessionWatcher::Poll(std::FILE* out) {
+  std::vector<interconnect::SessionCounters> now = ic_->Counters();
+  for (const interconnect::SessionCounters& peer : now) {
+    bool was_up = false;
+    for (const interconnect::SessionCounters& before : last_) {
+      if (before.peer == peer.peer) {
+        was_up = before.up;
+      }
+    }
+    if (peer.up != was_up) {
+      std::fprintf(out, "node %u: session with node %u %s (sessions %llu, connections %llu)\n",
+                   self_, peer.peer, peer.up ? "up" : "down",
+                   static_cast<unsigned long long>(peer.sessions),
+                   static_cast<unsigned long long>(peer.connections));
+    }
+  }
+  std::fflush(out);
+  last_ = std::move(now);
+}
+
+void SessionWatcher::PrintCounters(std::FILE* out) const {
+  for (const interconnect::SessionCounters& peer : ic_->Counters()) {
+    auto u = [](uint64_t value) { return static_cast<unsigned long long>(value); };
+    std::fprintf(out,
+                 "node %u: peer %u: sessions %llu, connections %llu, events sent %llu / received "
+                 "%llu, bytes written %llu / read %llu, frames resent %llu, duplicates dropped "
+                 "%llu, backpressure stalls %llu, protocol errors %llu\n",
+                 self_, peer.peer, u(peer.sessions), u(peer.connections), u(peer.events_sent),
+                 u(peer.events_received), u(peer.bytes_written), u(peer.bytes_read),
+                 u(peer.frames_resent), u(peer.duplicates_dropped), u(peer.backpressure_stalls),
+                 u(peer.protocol_errors));
+  }
+  std::fflush(out);
+}
+
+}  // namespace troupe::examples

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// What troupe_node and troupe_loadgen share to run one node of a cluster from a config file:
+// loading the config with a node id override, termination signals, and a watcher that prints
+// sessions coming up and going down.
+//
+// Signals: BlockTerminationSignals() must run first in main, before any thread exists, so every
+// thread (executor pools, scheduler, the TCP transport's I/O thread) inherits the blocked mask and
+// SIGINT/SIGTERM wait for WaitForTerminationSignal() on the main thread instead of killing the
+// process mid-handler. Then the main thread stops the node in order: Interconnect first, then the
+// ActorSystem.
+//
+// Thread-safety: call everything from the main thread.
+//
+// Example:
+//
+//   troupe::examples::BlockTerminationSignals();
+//   auto config = troupe::examples::LoadNodeConfig(path, node_id);
+//   ...
+//   while (troupe::examples::WaitForTerminationSignal(absl::Milliseconds(200)) == 0) {
+//     watcher.Poll(stdout);
+//   }
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+#include "actors/actor_system.h"
+#include "interconnect/interconnect.h"
+#include "proto/config.pb.h"
+
+namespace troupe::examples {
+
+// Blocks SIGINT and SIGTERM in the calling thread (and in every thread it starts later).
+void BlockTerminationSignals();
+
+// Waits up to `timeout` for SIGINT or SIGTERM (blocked by BlockTerminationSignals); returns the
+// signal's number, or 0 when none came.
+int WaitForTerminationSignal(absl::Duration timeout);
+
+// Returns "SIGINT", "SIGTERM" or "signal N".
+std::string SignalName(int signal);
+
+// Loads the config at `path` (troupe::LoadConfigFile) and, when `node_id` is not 0, makes it the
+// node's id; then validates the result. kInvalidArgument names the bad field; kNotFound when the
+// file cannot be read. The node must be listed in interconnect.nodes.
+absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path, uint32_t node_id);
+
+// Makes sure the interconnect's info lines (sessions up and ended) reach the log, whatever level
+// the config asked for.
+void EnableSessionLogs();
+
+// Prints a line each time a peer's session comes up or goes down, from Interconnect::Counters.
+class SessionWatcher {
+ public:
+  SessionWatcher(NodeId self, const interconnect::Interconnect* ic) : self_(self), ic_(ic) {}
+
+  // Reads the counters and prints one line per peer whose `up` changed since the last call.
+  void Poll(std::FILE* out);
+  // Prints one line of counters per peer (events and bytes each way, resends, duplicates,
+  // backpressure stalls, protocol errors).
+  void PrintCounters(std::FILE* out) const;
+
+ private:
+  NodeId self_;
+  const interconnect::Interconnect* ic_;
+  std::vector<interconnect::SessionCounters> last_;
+};
+
+}  // namespace troupe::examples
