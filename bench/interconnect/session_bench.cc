@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// session_bench: two nodes in one process joined by the interconnect over loopback TCP.
+//
+// What is measured (wall clock, UseRealTime):
+// /proxies_in_user_pool:0 runs the proxies in the IC pool (the default, DESIGN.md), :1 in the User
+// pool next to the actors (InterconnectOptions::pool), which saves a thread wake-up per hop.
+//   - BM_RemotePingPong          one ball between an actor on node 1 and one on node 2; reports
+//                                rtt_us, the mean round trip (actor → proxy → TCP → proxy → actor
+//                                and back). The ponger forwards the received handle untouched, so
+//                                its body is never parsed nor serialized again.
+//   - BM_RemoteStream/body:B     one sender on node 1 streams B-byte events to one receiver on
+//                                node 2 within a window of credits the receiver returns every
+//                                1024 events; events/s (items) and body bytes/s.
+// Why: the targets (RTT ≤ 25 µs, ≥ 3 M events/s of 64 B, ≥ 1.5 GB/s with 64 KiB events)
+// and the peers' figures are for two nodes on loopback; the two processes of a real cluster
+// add nothing but the second address space.
+// Each node runs User and IC pools of one worker each; the box has two vCPUs for four workers,
+// two Asio threads and the scheduler threads, so these figures are what a 2-core box carries.
+//
+//   build/release/bench/interconnect/session_bench
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "benchmark/benchmark.h"
+
+#include "actors/actor.h"
+#include "actors/actor_system.h"
+#include "bench/interconnect/session_bench.pb.h"
+#include "interconnect/interconnect.h"
+
+namespace troupe::interconnect {
+namespace {
+
+enum : EventType {
+  kEvBlob = EventSpaceBegin(kUserEventSpace + 40),
+  kEvCredit,
+  kEvBenchEnd,
+};
+static_assert(InEventSpace(kEvBenchEnd - 1, kUserEventSpace + 40));
+
+struct EvBlob final : EventPB<EvBlob, bench::Blob, kEvBlob> {};
+struct EvCredit final : EventPB<EvCredit, bench::Credit, kEvCredit> {};
+
+uint16_t FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Two nodes with their interconnects, connected.
+class Pair {
+ public:
+  // `proxy_pool`: "IC" (the default: proxies on their own worker) or "User" (proxies share the
+  // worker of the actors, so no thread is woken between an actor and its proxy).
+  explicit Pair(const std::string& proxy_pool) {
+    const std::array<uint16_t, 2> ports = {FreePort(), FreePort()};
+    for (NodeId node = 1; node <= 2; ++node) {
+      proto::ActorSystemConfig config;
+      config.set_node_id(node);
+      for (const char* name : {"User", "IC"}) {
+        proto::PoolConfig* pool = config.add_pools();
+        pool->set_name(name);
+        pool->set_threads(1);
+        pool->set_spin_time_us(50);
+      }
+      proto::InterconnectConfig& ic = *config.mutable_interconnect();
+      ic.set_cluster_id("bench");
+      for (NodeId peer = 1; peer <= 2; ++peer) {
+        proto::NodeAddress& address = *ic.add_nodes();
+        address.set_node_id(peer);
+        address.set_host("127.0.0.1");
+        address.set_port(ports[peer - 1]);
+      }
+      auto system = ActorSystem::Create(config);
+      if (!system.ok()) {
+        std::fprintf(stderr, "%s\n", system.status().ToString().c_str());
+        std::abort();
+      }
+      systems_[node - 1] = std::move(*system);
+      InterconnectOptions options;
+      options.pool = proxy_pool;
+      auto started = Interconnect::Start(systems_[node - 1].get(), options);
+      if (!started.ok()) {
+        std::fprintf(stderr, "%s\n", started.status().ToString().c_str());
+        std::abort();
+      }
+      ics_[node - 1] = std::move(*started);
+    }
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (!(ics_[0]->Counters()[0].connected && ics_[1]->Counters()[0].connected)) {
+      if (absl::Now() > deadline) {
+        std::fprintf(stderr, "session_bench: the nodes did not connect\n");
+        std::abort();
+      }
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+  ~Pair() {
+    for (int i = 0; i < 2; ++i) {
+      ics_[i].reset();
+      systems_[i]->Stop();
+    }
+  }
+  Pair(const Pair&) = delete;
+  Pair& operator=(const Pair&) = delete;
+  Pair(Pair&&) = delete;
+  Pair& operator=(Pair&&) = delete;
+
+  ActorSystem& node(NodeId node) { return *systems_[node - 1]; }
+
+ private:
+  std::array<std::unique_ptr<ActorSystem>, 2> systems_;
+  std::array<std::unique_ptr<Interconnect>, 2> ics_;
+};
+
+// Returns every ball to its sender, untouched.
+class Ponger final : public Actor {
+ public:
+  Ponger() : Actor(&Ponger::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() == kEvBlob) {
+      Forward(ev, ev->sender());
+    } else {
+      Unhandled(ev);
+    }
+  }
+};
+
+// Serves `count` round trips to `ponger`, then notifies.
+class Pinger final : public Actor {
+ public:
+  Pinger(ActorId ponger, int64_t count, absl::Notification* done)
+      : Actor(&Pinger::StateWork), ponger_(ponger), left_(count), done_(done) {}
+
+ private:
+  void Bootstrap() override { Send(ponger_, std::make_unique<EvBlob>()); }
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvBlob) {
+      Unhandled(ev);
+      return;
+    }
+    if (--left_ > 0) {
+      Forward(ev, ponger_);
+    } else {
+      done_->Notify();
+      PassAway();
+    }
+  }
+
+  ActorId ponger_;
+  int64_t left_;
+  absl::Notification* done_;
+};
+
+const char* ProxyPool(const benchmark::State& state) { return state.range(0) == 0 ? "IC" : "User"; }
+
+void BM_RemotePingPong(benchmark::State& state) {
+  Pair pair(ProxyPool(state));
+  const ActorId ponger = pair.node(2).Register(std::make_unique<Ponger>());
+  constexpr int64_t kRoundTrips = 2000;
+  int64_t total = 0;
+  absl::Duration elapsed;
+  for (auto _ : state) {
+    absl::Notification done;
+    const absl::Time start = absl::Now();
+    pair.node(1).Register(std::make_unique<Pinger>(ponger, kRoundTrips, &done));
+    if (!done.WaitForNotificationWithTimeout(absl::Seconds(60))) {
+      state.SkipWithError("ping-pong did not finish within 60 s");
+      return;
+    }
+    elapsed += absl::Now() - start;
+    total += kRoundTrips;
+  }
+  state.SetItemsProcessed(total);
+  state.counters["rtt_us"] = absl::ToDoubleMicroseconds(elapsed) / static_cast<double>(total);
+}
+BENCHMARK(BM_RemotePingPong)
+    ->ArgName("proxies_in_user_pool")
+    ->Arg(0)
+    ->Arg(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+constexpr uint64_t kCreditEvery = 1024;
+
+// Counts streamed events and returns a credit every kCreditEvery.
+class StreamReceiver final : public Actor {
+ public:
+  StreamReceiver() : Actor(&StreamReceiver::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvBlob) {
+      Unhandled(ev);
+      return;
+    }
+    if (++count_ % kCreditEvery == 0) {
+      auto credit = std::make_unique<EvCredit>();
+      credit->record.set_count(count_);
+      Send(ev->sender(), std::move(credit));
+    }
+  }
+  uint64_t count_ = 0;
+};
+
+// Streams `count` events of `body` bytes, at most `window` ahead of the receiver's credits.
+class StreamSender final : public Actor {
+ public:
+  StreamSender(ActorId receiver, uint64_t count, size_t body, uint64_t window,
+               absl::Notification* done)
+      : Actor(&StreamSender::StateWork),
+        receiver_(receiver),
+        count_(count),
+        payload_(body, 'p'),
+        window_(window),
+        done_(done) {}
+
+ private:
+  void Bootstrap() override { Fill(); }
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvCredit) {
+      Unhandled(ev);
+      return;
+    }
+    EvCredit* credit = ev->Get<EvCredit>();
+    credited_ = credit->record.count();
+    if (credited_ >= count_) {
+      done_->Notify();
+      PassAway();
+      return;
+    }
+    Fill();
+  }
+  void Fill() {
+    while (sent_ < count_ && sent_ - credited_ < window_) {
+      auto blob = std::make_unique<EvBlob>();
+      blob->record.set_seq(++sent_);
+      blob->record.set_data(payload_);
+      Send(receiver_, std::move(blob));
+    }
+  }
+
+  ActorId receiver_;
+  uint64_t count_;
+  std::string payload_;
+  uint64_t window_;
+  absl::Notification* done_;
+  uint64_t sent_ = 0;
+  uint64_t credited_ = 0;
+};
+
+void BM_RemoteStream(benchmark::State& state) {
+  const auto body = static_cast<size_t>(state.range(1));
+  Pair pair(ProxyPool(state));
+  // About 64 MiB or 400 k events per iteration; a window of 8 MiB or 16 k events.
+  const uint64_t count =
+      std::max<uint64_t>(kCreditEvery, std::min<uint64_t>(400'000, (64u << 20) / body)) /
+      kCreditEvery * kCreditEvery;
+  const uint64_t window = std::max<uint64_t>(
+      2 * kCreditEvery, std::min<uint64_t>(16 * kCreditEvery, (8u << 20) / body));
+  int64_t events = 0;
+  for (auto _ : state) {
+    // A fresh receiver count per iteration: the credits count from zero again.
+    state.PauseTiming();
+    const ActorId fresh = pair.node(2).Register(std::make_unique<StreamReceiver>());
+    state.ResumeTiming();
+    absl::Notification done;
+    pair.node(1).Register(std::make_unique<StreamSender>(fresh, count, body, window, &done));
+    if (!done.WaitForNotificationWithTimeout(absl::Seconds(120))) {
+      state.SkipWithError("the stream did not finish within 120 s");
+      return;
+    }
+    events += static_cast<int64_t>(count);
+  }
+  state.SetItemsProcessed(events);
+  state.SetBytesProcessed(events * static_cast<int64_t>(body));
+}
+BENCHMARK(BM_RemoteStream)
+    ->ArgNames({"proxies_in_user_pool", "body"})
+    ->ArgsProduct({{0, 1}, {64, 64 << 10}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace troupe::interconnect
