@@ -230,6 +230,9 @@ class Proxy final : public Actor {
   // -- events from the router --------------------------------------------------------------------
 
   void HandleKick(EventPtr<EvKick> /*ev*/) {
+    if (!session_up() && !HasPendingWork()) {
+      waiting_since_ = Now();  // the wait for a session starts with its first event
+    }
     for (EventHandlePtr& ev : channel_->Take()) {
       if (ev->HasFlag(kSubscribeOnSession) && !ev->sender().IsEmpty() &&
           subscribers_.insert(ev->sender()).second && session_up()) {
@@ -257,8 +260,9 @@ class Proxy final : public Actor {
       transport_->Close(ev.Get()->connection);  // a stale dial
       return;
     }
+    // Not a sign of life of the peer (a relay or a stale listener may accept): only its bytes are.
     link_ = Link::kHandshake;
-    last_heard_ = Now();
+    handshake_since_ = Now();
     reader_ = HandshakeReader();
     std::string bytes;
     AppendHandshake(MakeHandshake(peer_incarnation_), &bytes);
@@ -349,6 +353,17 @@ class Proxy final : public Actor {
   // -- the session --------------------------------------------------------------------------------
 
   bool session_up() const { return peer_incarnation_ != 0; }
+
+  // Events or subscribers wait for (or ride on) a session.
+  bool HasPendingWork() const {
+    return out_->queued_events() > 0 || out_->unacked_frames() > 0 || !subscribers_.empty();
+  }
+
+  // A peer that accepted our connection answers the handshake at once; one that does not (a
+  // black hole, a stuck relay) is redialled after two heartbeats rather than the whole timeout.
+  absl::Duration HandshakeTimeout() const {
+    return std::min(2 * settings_.heartbeat, settings_.dead_timeout);
+  }
 
   proto::Handshake MakeHandshake(uint64_t peer_incarnation) const {
     proto::Handshake hs;
@@ -495,13 +510,18 @@ class Proxy final : public Actor {
     }
     const absl::Time now = Now();
     const bool silent = now - last_heard_ > settings_.dead_timeout;
-    if (silent && (link_ == Link::kHandshake || link_ == Link::kUp)) {
+    if (silent && link_ == Link::kUp) {
       TROUPE_LOG(kWarn, kInterconnect) << "node " << settings_.peer << " silent for "
                                        << (now - last_heard_) << ": closing the connection";
       DropConnection();
     }
-    const bool pending =
-        out_->queued_events() > 0 || out_->unacked_frames() > 0 || !subscribers_.empty();
+    if (link_ == Link::kHandshake && now - handshake_since_ > HandshakeTimeout()) {
+      TROUPE_LOG(kWarn, kInterconnect)
+          << "node " << settings_.peer << " did not answer the handshake within "
+          << HandshakeTimeout() << ": dialling again";
+      DropConnection();
+    }
+    const bool pending = HasPendingWork();
     if (session_up()) {
       if (silent) {
         EndSession(absl::StrCat("no sign of life for ", absl::FormatDuration(now - last_heard_)));
@@ -594,6 +614,8 @@ class Proxy final : public Actor {
 
   absl::Time last_heard_;
   absl::Time last_written_;
+  // When our handshake went out on the connection being dialled.
+  absl::Time handshake_since_;
   // When a session-less proxy started holding work (events, subscribers).
   absl::Time waiting_since_;
 };

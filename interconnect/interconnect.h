@@ -14,12 +14,14 @@
 //     frames (many per frame, many frames per write) with sequence numbers, acknowledgements and
 //     XXH3 checksums (interconnect/wire.h);
 //   - the node with the lower id dials (again after 20 ms, doubling up to the heartbeat interval,
-//     while the peer refuses), the other accepts; the handshake checks protocol version, cluster
-//     id and node ids (interconnect/handshake.h);
+//     while the peer refuses; again at once when the handshake is not answered within two
+//     heartbeats), the other accepts; the handshake checks protocol version, cluster id and node
+//     ids (interconnect/handshake.h);
 //   - a broken connection is redialled while the session lives; unacknowledged frames are resent
 //     and the receiver drops duplicates, so order per sender→recipient is kept and nothing is lost;
 //   - the session dies when the peer is silent (no byte, not even a heartbeat) for
-//     dead_peer_timeout, or when it restarts (a new incarnation): unsent tracked events get
+//     dead_peer_timeout (events waiting for a session that never comes wait as long), or when it
+//     restarts (a new incarnation): unsent tracked events get
 //     Undelivered{kDisconnected}, sent-but-unacknowledged ones get it marked unsure (tracked
 //     events, and any event sent with kGenerateUnsureUndelivered), and kSubscribeOnSession
 //     subscribers get EvNodeDisconnected (actors/session_events.h). A killed peer's connection
