@@ -12,8 +12,9 @@
 //   | EvConnectionDown    | the connection failed or was closed by the peer (reason inside);   |
 //   |                     | also when Connect fails. Nothing follows it for that id.           |
 // Write queues bytes in order; Close ends a connection without an EvConnectionDown to its own
-// owner (the other end gets one). TCP through Asio is one implementation (to come); PipeTransport
-// below is another, so session code runs under the deterministic test runtime with simulated time.
+// owner (the other end gets one). TCP through Asio is one implementation (tcp_transport.h);
+// PipeTransport below is another, so session code runs under the deterministic test runtime with
+// simulated time.
 //
 // PipeNetwork joins the PipeTransports of several nodes (one per ActorSystem) by "host:port"
 // addresses. Bytes travel after `latency` of the node's clock (simulated under TestRuntime) and
