@@ -11,11 +11,8 @@
 // 0) on SIGTERM, fails the run; the tail of its log is printed.
 //
 //   troupe_cluster --nodes=3 --seconds=5
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +39,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+
+#include "interconnect/tcp_transport.h"
 
 ABSL_FLAG(int, nodes, 3, "troupe_node processes (node ids 1..N; the load generator is N+1)");
 ABSL_FLAG(int, base_port, 0, "node i listens on base_port + i - 1; 0 picks free loopback ports");
@@ -104,37 +103,6 @@ void PrintTail(const std::string& path, size_t lines = 15) {
     std::printf("  | %s\n", line.c_str());
   }
   std::printf("----\n");
-}
-
-// Returns `count` distinct loopback ports free right now: all are bound to port 0 at once (so
-// the kernel hands out different ones), read back, then released for the nodes to bind.
-std::optional<std::vector<uint16_t>> FreePorts(int count) {
-  std::vector<int> fds;
-  std::vector<uint16_t> ports;
-  bool ok = true;
-  for (int i = 0; i < count && ok; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      ok = false;
-      break;
-    }
-    fds.push_back(fd);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-         ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-    ports.push_back(ntohs(address.sin_port));
-  }
-  for (const int fd : fds) {
-    ::close(fd);
-  }
-  if (!ok) {
-    std::printf("troupe_cluster: cannot pick a free port: %s\n", ErrorText(errno).c_str());
-    return std::nullopt;
-  }
-  return ports;
 }
 
 std::string ClusterConfig(const std::vector<uint16_t>& ports) {
@@ -319,8 +287,11 @@ int Run(const char* argv0) {
 
   std::vector<uint16_t> ports;
   if (base_port == 0) {
-    std::optional<std::vector<uint16_t>> free = FreePorts(nodes + 1);
-    if (!free) {
+    absl::StatusOr<std::vector<uint16_t>> free =
+        troupe::interconnect::FreeLoopbackPorts(static_cast<size_t>(nodes) + 1);
+    if (!free.ok()) {
+      std::printf("troupe_cluster: cannot pick free ports: %s\n",
+                  std::string(free.status().message()).c_str());
       return 1;
     }
     ports = std::move(*free);

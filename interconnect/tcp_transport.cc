@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interconnect/tcp_transport.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -562,6 +565,39 @@ void TcpTransport::CloseAll() {
 
 std::unique_ptr<Transport> MakeTcpTransport(ActorSystem* system, TcpTransportOptions options) {
   return std::make_unique<TcpTransport>(system, options);
+}
+
+absl::StatusOr<std::vector<uint16_t>> FreeLoopbackPorts(size_t count) {
+  std::vector<int> fds;
+  std::vector<uint16_t> ports;
+  absl::Status status;
+  for (size_t i = 0; i < count && status.ok(); ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      status = absl::UnavailableError(
+          absl::StrCat("socket: ", std::error_code(errno, std::system_category()).message()));
+      break;
+    }
+    fds.push_back(fd);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      status = absl::UnavailableError(absl::StrCat(
+          "bind 127.0.0.1:0: ", std::error_code(errno, std::system_category()).message()));
+      break;
+    }
+    ports.push_back(ntohs(address.sin_port));
+  }
+  for (const int fd : fds) {
+    ::close(fd);
+  }
+  if (!status.ok()) {
+    return status;
+  }
+  return ports;
 }
 
 }  // namespace troupe::interconnect

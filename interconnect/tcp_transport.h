@@ -37,7 +37,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 #include "actors/actor_system.h"
 #include "interconnect/transport.h"
@@ -54,5 +58,11 @@ struct TcpTransportOptions {
 // Returns a transport whose connections are TCP sockets, and starts its I/O thread. Its events go
 // to `system`, which must outlive Shutdown() (or the transport's destruction).
 std::unique_ptr<Transport> MakeTcpTransport(ActorSystem* system, TcpTransportOptions options = {});
+
+// Returns `count` distinct ports free on 127.0.0.1 right now, for a node table written before the
+// nodes start (local clusters, tests, benchmarks): all are bound to port 0 at once, so the kernel
+// hands out different ones, read back and released. Another process may take one before it is
+// bound again. kUnavailable names the socket error.
+absl::StatusOr<std::vector<uint16_t>> FreeLoopbackPorts(size_t count);
 
 }  // namespace troupe::interconnect

@@ -19,10 +19,6 @@
 // two Asio threads and the scheduler threads, so these figures are what a 2-core box carries.
 //
 //   build/release/bench/interconnect/session_bench
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -42,6 +38,7 @@
 #include "actors/actor_system.h"
 #include "bench/interconnect/session_bench.pb.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/tcp_transport.h"
 
 namespace troupe::interconnect {
 namespace {
@@ -56,25 +53,17 @@ static_assert(InEventSpace(kEvBenchEnd - 1, kUserEventSpace + 40));
 struct EvBlob final : EventPB<EvBlob, bench::Blob, kEvBlob> {};
 struct EvCredit final : EventPB<EvCredit, bench::Credit, kEvCredit> {};
 
-uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 // Two nodes with their interconnects, connected.
 class Pair {
  public:
   // `proxy_pool`: "IC" (the default: proxies on their own worker) or "User" (proxies share the
   // worker of the actors, so no thread is woken between an actor and its proxy).
   explicit Pair(const std::string& proxy_pool) {
-    const std::array<uint16_t, 2> ports = {FreePort(), FreePort()};
+    absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(2);
+    if (!ports.ok()) {
+      std::fprintf(stderr, "%s\n", ports.status().ToString().c_str());
+      std::abort();
+    }
     for (NodeId node = 1; node <= 2; ++node) {
       proto::ActorSystemConfig config;
       config.set_node_id(node);
@@ -90,7 +79,7 @@ class Pair {
         proto::NodeAddress& address = *ic.add_nodes();
         address.set_node_id(peer);
         address.set_host("127.0.0.1");
-        address.set_port(ports[peer - 1]);
+        address.set_port((*ports)[peer - 1]);
       }
       auto system = ActorSystem::Create(config);
       if (!system.ok()) {

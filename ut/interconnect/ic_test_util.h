@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,6 +13,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 #include "actors/actor.h"
 #include "actors/actor_id.h"
@@ -160,6 +163,19 @@ class SequenceSender final : public Actor {
   size_t padding_;
   uint64_t next_ = 1;
 };
+
+// Polls `predicate` every 2 ms (leaving the two cores to the nodes) until it holds or `timeout`
+// passes; returns its last value. For state without a notification (counters, logs).
+inline bool Eventually(const std::function<bool()>& predicate, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!predicate()) {
+    if (absl::Now() >= deadline) {
+      return predicate();
+    }
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return true;
+}
 
 // A config template for a cluster of `nodes` nodes at host `host`, ports `ports[i]`.
 inline proto::ActorSystemConfig ClusterConfig(const std::string& host,

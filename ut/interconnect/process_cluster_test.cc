@@ -39,6 +39,7 @@
 #include "actors/session_events.h"
 #include "examples/loadtest.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/tcp_transport.h"
 #include "ut/actors/test_util.h"
 #include "ut/interconnect/fault_proxy.h"
 #include "ut/interconnect/ic_test_util.h"
@@ -58,29 +59,6 @@ using testutil::Recorder;
 
 // This process is node 3 of every cluster here; the troupe_node processes are nodes 1 and 2.
 constexpr NodeId kSelf = 3;
-
-uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-bool Eventually(const std::function<bool()>& predicate, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!predicate()) {
-    if (absl::Now() >= deadline) {
-      return predicate();
-    }
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
 
 // One troupe_node child process.
 class NodeProcess {
@@ -132,9 +110,9 @@ class ProcessCluster {
  public:
   ProcessCluster() : dir_(::testing::TempDir() + "troupe-process-cluster-" + Unique()) {
     ::mkdir(dir_.c_str(), 0755);
-    for (int i = 0; i < 3; ++i) {
-      ports_.push_back(FreePort());
-    }
+    absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(3);
+    EXPECT_TRUE(ports.ok()) << ports.status();
+    ports_ = ports.value_or(std::vector<uint16_t>(3, 0));
   }
   ~ProcessCluster() {
     for (auto& [node, process] : processes_) {
@@ -320,7 +298,8 @@ TEST(ProcessClusterTest, ProcessOfAnotherClusterIsRefused) {
   ProcessCluster cluster;
   cluster.StartSelf();
   cluster.StartProcess(2, "another-cluster");  // node 2 dials node 3, which refuses it
-  EXPECT_TRUE(Eventually([&] { return logs.Contains("belongs to cluster"); }, absl::Seconds(30)));
+  EXPECT_TRUE(
+      ictest::Eventually([&] { return logs.Contains("belongs to cluster"); }, absl::Seconds(30)));
   EXPECT_FALSE(cluster.Session(2).up);
 }
 

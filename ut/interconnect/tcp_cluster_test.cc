@@ -29,6 +29,7 @@
 #include "actors/log.h"
 #include "actors/session_events.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/tcp_transport.h"
 #include "ut/actors/test_util.h"
 #include "ut/interconnect/fault_proxy.h"
 #include "ut/interconnect/ic_test_util.h"
@@ -43,34 +44,6 @@ using testutil::Received;
 using testutil::Recorder;
 
 constexpr ActorId kEcho = ServiceId("echo");
-
-// Polls `predicate` every 2 ms (leaving the two cores to the nodes) until it holds or `timeout`
-// passes; returns its last value.
-bool Eventually(const std::function<bool()>& predicate,
-                absl::Duration timeout = testutil::WaitTimeout()) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!predicate()) {
-    if (absl::Now() >= deadline) {
-      return predicate();
-    }
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return true;
-}
-
-// Returns a loopback port free right now (bound to port 0, then released).
-uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 struct Node {
   std::unique_ptr<ActorSystem> system;
@@ -91,9 +64,9 @@ class TcpCluster {
   explicit TcpCluster(uint32_t nodes,
                       std::function<void(proto::InterconnectConfig&)> tune = nullptr)
       : tune_(std::move(tune)) {
-    for (uint32_t i = 0; i < nodes; ++i) {
-      ports_.push_back(FreePort());
-    }
+    absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(nodes);
+    EXPECT_TRUE(ports.ok()) << ports.status();
+    ports_ = ports.value_or(std::vector<uint16_t>(nodes, 0));
     nodes_.resize(nodes + 1);
   }
   ~TcpCluster() {
@@ -165,7 +138,8 @@ class TcpCluster {
     return {};
   }
   bool WaitConnected(NodeId a, NodeId b, absl::Duration timeout = absl::Seconds(10)) const {
-    return Eventually([&] { return Session(a, b).connected && Session(b, a).connected; }, timeout);
+    return ictest::Eventually([&] { return Session(a, b).connected && Session(b, a).connected; },
+                              timeout);
   }
 
  private:
@@ -211,7 +185,7 @@ TEST(TcpClusterTest, OrderingUnderLoadFromSeveralSenders) {
     cluster.system(from).Register(
         std::make_unique<ictest::SequenceSender>(receiver, kCount, 500, 64));
   }
-  ASSERT_TRUE(Eventually([&] { return log.total() >= 4 * kCount; }, absl::Seconds(60)))
+  ASSERT_TRUE(ictest::Eventually([&] { return log.total() >= 4 * kCount; }, absl::Seconds(60)))
       << log.Summary();
   EXPECT_EQ(log.in_order(), 4 * kCount) << log.Summary();
   for (const NodeId from : {1u, 3u}) {
@@ -232,7 +206,8 @@ TEST(TcpClusterTest, CutsAndStallsThroughARelayLoseNothing) {
       cluster.system(2).Register(std::make_unique<ictest::SequenceChecker>(&log));
   cluster.system(1).Register(std::make_unique<ictest::SequenceSender>(receiver, kCount, 200, 100));
   for (int round = 1; round <= 6; ++round) {
-    ASSERT_TRUE(Eventually([&] { return log.total() >= round * kCount / 8; }, absl::Seconds(30)))
+    ASSERT_TRUE(
+        ictest::Eventually([&] { return log.total() >= round * kCount / 8; }, absl::Seconds(30)))
         << log.Summary();
     if (round % 2 == 0) {
       relay.Stall();
@@ -242,7 +217,7 @@ TEST(TcpClusterTest, CutsAndStallsThroughARelayLoseNothing) {
       relay.Cut();
     }
   }
-  ASSERT_TRUE(Eventually([&] { return log.total() >= kCount; }, absl::Seconds(60)))
+  ASSERT_TRUE(ictest::Eventually([&] { return log.total() >= kCount; }, absl::Seconds(60)))
       << log.Summary();
   absl::SleepFor(absl::Milliseconds(200));
   EXPECT_EQ(log.total(), kCount) << log.Summary();
@@ -325,8 +300,8 @@ TEST(TcpClusterTest, QuickRestartEndsTheOldSessionAndReportsItsInFlightEvents) {
     cluster.system(1).Send(ServiceId("echo", 2), Ping(i),
                            kTrackDelivery | kGenerateUnsureUndelivered, i, me);
   }
-  ASSERT_TRUE(
-      Eventually([&] { return cluster.Session(1, 2).unacked_bytes > 0; }, absl::Seconds(10)));
+  ASSERT_TRUE(ictest::Eventually([&] { return cluster.Session(1, 2).unacked_bytes > 0; },
+                                 absl::Seconds(10)));
   cluster.Kill(2);
   cluster.Start(2);
   relay.Resume();
@@ -348,7 +323,8 @@ TEST(TcpClusterTest, WrongClusterIsRefusedWithAReason) {
   TcpCluster cluster(2);
   cluster.Start(1);
   cluster.Start(2, "other-cluster");
-  ASSERT_TRUE(Eventually([&] { return logs.Contains("belongs to cluster"); }, absl::Seconds(10)));
+  ASSERT_TRUE(
+      ictest::Eventually([&] { return logs.Contains("belongs to cluster"); }, absl::Seconds(10)));
   EXPECT_FALSE(cluster.Session(1, 2).up);
   EXPECT_FALSE(cluster.Session(2, 1).up);
 }
@@ -426,16 +402,16 @@ TEST(TcpClusterTest, StalledReceiverKeepsUnacknowledgedBytesBounded) {
   relay.Stall();
   cluster.system(1).Register(
       std::make_unique<ictest::SequenceSender>(receiver, kCount, kCount, 16 * 1024));
-  ASSERT_TRUE(
-      Eventually([&] { return cluster.Session(1, 2).queued_events + log.total() >= kCount / 2; },
-                 absl::Seconds(10)));
+  ASSERT_TRUE(ictest::Eventually(
+      [&] { return cluster.Session(1, 2).queued_events + log.total() >= kCount / 2; },
+      absl::Seconds(10)));
   absl::SleepFor(absl::Milliseconds(300));
   const SessionCounters stalled = cluster.Session(1, 2);
   EXPECT_LE(stalled.unacked_bytes, kLimit + (256u << 10) + 16 * 1024) << "limit plus one frame";
   EXPECT_GT(stalled.queued_events, kCount / 2) << "the rest waits in the proxy";
   EXPECT_GE(stalled.backpressure_stalls, 1u);
   relay.Resume();
-  ASSERT_TRUE(Eventually([&] { return log.total() >= kCount; }, absl::Seconds(60)))
+  ASSERT_TRUE(ictest::Eventually([&] { return log.total() >= kCount; }, absl::Seconds(60)))
       << log.Summary();
   EXPECT_EQ(log.in_order(), kCount);
 }
