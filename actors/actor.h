@@ -43,6 +43,7 @@
 #include "actors/actor_id.h"
 #include "actors/event.h"
 #include "actors/events.h"
+#include "actors/mailbox_kind.h"
 #include "actors/timer.h"
 
 namespace troupe {
@@ -54,18 +55,11 @@ class Mailbox;
 class Runtime;
 }  // namespace internal
 
-// Mailbox implementation chosen at Register time.
-enum class MailboxKind : uint8_t {
-  // The pool's configured default.
-  kPoolDefault = 0,
-  // Lock-free intrusive multi-writer queue (one cache line while idle).
-  kLockFree = 1,
-};
-
 // Where and how an actor is registered.
 struct RegisterOptions {
   // Executor pool index from `ActorSystem::PoolIndex`; unset means the configured default pool.
   std::optional<uint32_t> pool;
+  // Mailbox kind (actors/mailbox_kind.h); kPoolDefault takes the pool's `default_mailbox`.
   MailboxKind mailbox = MailboxKind::kPoolDefault;
 };
 

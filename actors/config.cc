@@ -190,6 +190,10 @@ absl::Status ValidateConfig(const proto::ActorSystemConfig& config) {
         return s;
       }
     }
+    if (!proto::MailboxKind_IsValid(pool.default_mailbox())) {
+      return FieldError(absl::StrCat(field, ".default_mailbox"),
+                        absl::StrCat("unknown mailbox kind ", pool.default_mailbox()));
+    }
   }
   if (config.pools_size() > static_cast<int>(ActorId::kMaxPool) + 1) {
     return FieldError("pools", absl::StrCat("at most ", ActorId::kMaxPool + 1, " pools"));

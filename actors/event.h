@@ -142,6 +142,10 @@ enum EventFlags : uint32_t {
   kSubscribeOnSession = 1u << 2,
   // On session loss, an event whose fate is unknown is reported as unsure-undelivered.
   kGenerateUnsureUndelivered = 1u << 3,
+  // Priority class in a kPriority mailbox (ignored by the other kinds): handled before normal
+  // events (kPriorityHigh) or after them (kPriorityLow); FIFO within a class. With both set, high.
+  kPriorityHigh = 1u << 4,
+  kPriorityLow = 1u << 5,
 };
 
 class EventHandle;

@@ -2,69 +2,175 @@
 #include "actors/internal/mailbox.h"
 
 #include "actors/actor.h"
+#include "actors/check.h"
 #include "actors/event.h"
 
 namespace troupe::internal {
 
-bool Mailbox::Push(EventHandle* ev) {
-  MailboxNode* node = ev;
-  node->next.store(nullptr, std::memory_order_relaxed);
-  // seq_cst: must be ordered before the state load below (Dekker pair with TryIdle).
-  MailboxNode* prev = tail_.exchange(node, std::memory_order_seq_cst);
-  // release: pairs with the reader's acquire load of `next` in Pop; publishes the event body.
-  prev->next.store(node, std::memory_order_release);
-  if (state_.load(std::memory_order_seq_cst) != kIdle) {
-    return false;
+Mailbox::~Mailbox() {
+  switch (kind_) {
+    case MailboxKind::kSimple:
+      delete static_cast<SimpleQueue*>(other_);
+      break;
+    case MailboxKind::kRevolving:
+      delete static_cast<RevolvingQueue*>(other_);
+      break;
+    case MailboxKind::kHTSwap:
+      delete static_cast<HTSwapQueue*>(other_);
+      break;
+    case MailboxKind::kPriority:
+      delete static_cast<PriorityQueue*>(other_);
+      break;
+    case MailboxKind::kPoolDefault:
+    case MailboxKind::kLockFree:
+      break;
   }
-  uint32_t expected = kIdle;
-  // acq_rel: pairs with TryIdle's release so the new owner sees the previous reader's writes.
-  return state_.compare_exchange_strong(expected, kScheduled, std::memory_order_acq_rel);
 }
 
-EventHandle* Mailbox::Pop(MailboxNode*& head_ref) {
-  MailboxNode* head = head_ref;
-  MailboxNode* next = head->next.load(std::memory_order_acquire);
-  if (head == &stub_) {
-    if (next == nullptr) {
-      return nullptr;
-    }
-    head_ref = next;
-    head = next;
-    next = next->next.load(std::memory_order_acquire);
+void Mailbox::InitKind(MailboxKind kind) {
+  TROUPE_CHECK(other_ == nullptr && kind_ == MailboxKind::kLockFree) << "mailbox kind set twice";
+  switch (kind) {
+    case MailboxKind::kSimple:
+      other_ = new SimpleQueue;
+      break;
+    case MailboxKind::kRevolving:
+      other_ = new RevolvingQueue;
+      break;
+    case MailboxKind::kHTSwap:
+      other_ = new HTSwapQueue;
+      break;
+    case MailboxKind::kPriority:
+      other_ = new PriorityQueue;
+      break;
+    case MailboxKind::kLockFree:
+      break;
+    case MailboxKind::kPoolDefault:
+      TROUPE_CHECK(false) << "a mailbox needs a concrete kind";
   }
-  if (next != nullptr) {
-    head_ref = next;
-    return static_cast<EventHandle*>(head);
+  kind_ = kind;
+}
+
+void Mailbox::PushOther(EventHandle* ev) {
+  switch (kind_) {
+    case MailboxKind::kLockFree:
+      queue_.Push(ev);
+      return;
+    case MailboxKind::kSimple:
+      static_cast<SimpleQueue*>(other_)->Push(ev);
+      return;
+    case MailboxKind::kRevolving:
+      static_cast<RevolvingQueue*>(other_)->Push(ev);
+      return;
+    case MailboxKind::kHTSwap:
+      static_cast<HTSwapQueue*>(other_)->Push(ev);
+      return;
+    case MailboxKind::kPriority:
+      static_cast<PriorityQueue*>(other_)->Push(ev);
+      return;
+    case MailboxKind::kPoolDefault:
+      break;
   }
-  if (head != tail_.load(std::memory_order_acquire)) {
-    // A writer has exchanged the tail but not linked its node yet.
-    return nullptr;
+  TROUPE_CHECK(false) << "mailbox of no kind";
+}
+
+EventHandle* Mailbox::Pop() {
+  if (kind_ == MailboxKind::kLockFree) {
+    return AsEvent(queue_.Pop());
   }
-  // `head` is the last node: re-insert the stub behind it so head can advance.
-  stub_.next.store(nullptr, std::memory_order_relaxed);
-  MailboxNode* prev = tail_.exchange(&stub_, std::memory_order_acq_rel);
-  prev->next.store(&stub_, std::memory_order_release);
-  next = head->next.load(std::memory_order_acquire);
-  if (next != nullptr) {
-    head_ref = next;
-    return static_cast<EventHandle*>(head);
+  return PopOther();
+}
+
+EventHandle* Mailbox::PopOther() {
+  switch (kind_) {
+    case MailboxKind::kSimple:
+      return static_cast<SimpleQueue*>(other_)->Pop();
+    case MailboxKind::kRevolving:
+      return AsEvent(static_cast<RevolvingQueue*>(other_)->Pop());
+    case MailboxKind::kHTSwap:
+      return AsEvent(static_cast<HTSwapQueue*>(other_)->Pop());
+    case MailboxKind::kPriority:
+      return AsEvent(static_cast<PriorityQueue*>(other_)->Pop());
+    case MailboxKind::kLockFree:
+      return AsEvent(queue_.Pop());
+    case MailboxKind::kPoolDefault:
+      break;
   }
   return nullptr;
 }
 
-bool Mailbox::TryIdle() {
-  // Read the reader-owned cursor before letting go: once kIdle is stored another thread may own
-  // the mailbox and move head_.
-  const bool drained = head_ == &stub_;
-  // seq_cst: ordered before the tail load below (Dekker pair with Push).
-  state_.store(kIdle, std::memory_order_seq_cst);
-  if (drained && tail_.load(std::memory_order_seq_cst) == &stub_) {
-    return true;
+bool Mailbox::IsEmpty() const {
+  switch (kind_) {
+    case MailboxKind::kSimple:
+      return static_cast<const SimpleQueue*>(other_)->IsEmpty();
+    case MailboxKind::kRevolving:
+      return static_cast<const RevolvingQueue*>(other_)->IsEmpty();
+    case MailboxKind::kHTSwap:
+      return static_cast<const HTSwapQueue*>(other_)->IsEmpty();
+    case MailboxKind::kPriority:
+      return static_cast<const PriorityQueue*>(other_)->IsEmpty();
+    case MailboxKind::kLockFree:
+    case MailboxKind::kPoolDefault:
+      break;
   }
-  uint32_t expected = kIdle;
-  // A writer that saw kScheduled before our store did not schedule us: take the mailbox back. If
-  // its CAS wins instead, it schedules the mailbox and we must let go.
-  return !state_.compare_exchange_strong(expected, kScheduled, std::memory_order_acq_rel);
+  return queue_.IsEmpty();
+}
+
+uint64_t Mailbox::BeginIdleOther() const {
+  // Read before StoreIdle: afterwards another reader may own the mailbox and move these.
+  switch (kind_) {
+    case MailboxKind::kSimple:
+      return static_cast<const SimpleQueue*>(other_)->ReaderToken();
+    case MailboxKind::kRevolving:
+      return static_cast<const RevolvingQueue*>(other_)->ReaderDrained() ? 0 : 1;
+    case MailboxKind::kHTSwap:
+      return static_cast<const HTSwapQueue*>(other_)->ReaderDrained() ? 0 : 1;
+    case MailboxKind::kPriority:
+      return static_cast<const PriorityQueue*>(other_)->ReaderDrained() ? 0 : 1;
+    case MailboxKind::kLockFree:
+    case MailboxKind::kPoolDefault:
+      break;
+  }
+  return queue_.ReaderDrained() ? 0 : 1;
+}
+
+bool Mailbox::PublishedSinceOther(uint64_t token) const {
+  // Only the queues' shared atomics: the reader-private parts were captured in `token`.
+  switch (kind_) {
+    case MailboxKind::kSimple:
+      return static_cast<const SimpleQueue*>(other_)->PublishedSince(token);
+    case MailboxKind::kRevolving:
+      return token != 0 || static_cast<const RevolvingQueue*>(other_)->Published();
+    case MailboxKind::kHTSwap:
+      return token != 0 || static_cast<const HTSwapQueue*>(other_)->Published();
+    case MailboxKind::kPriority:
+      return token != 0 || static_cast<const PriorityQueue*>(other_)->Published();
+    case MailboxKind::kLockFree:
+    case MailboxKind::kPoolDefault:
+      break;
+  }
+  return token != 0 || queue_.Published();
+}
+
+size_t Mailbox::FootprintBytes() const {
+  size_t bytes = sizeof(Mailbox);
+  switch (kind_) {
+    case MailboxKind::kSimple:
+      bytes += static_cast<const SimpleQueue*>(other_)->FootprintBytes();
+      break;
+    case MailboxKind::kRevolving:
+      bytes += static_cast<const RevolvingQueue*>(other_)->FootprintBytes();
+      break;
+    case MailboxKind::kHTSwap:
+      bytes += static_cast<const HTSwapQueue*>(other_)->FootprintBytes();
+      break;
+    case MailboxKind::kPriority:
+      bytes += static_cast<const PriorityQueue*>(other_)->FootprintBytes();
+      break;
+    case MailboxKind::kLockFree:
+    case MailboxKind::kPoolDefault:
+      break;
+  }
+  return bytes;
 }
 
 Actor* Mailbox::FindActor(uint64_t local_id) const {

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The default lock-free intrusive mailbox: many writers, one reader, and the activation protocol.
+// A mailbox: one queue of a kind from actors/mailbox_kind.h, the activation protocol, and the
+// actors bound to it. Many writers, one reader.
 //
-// Queue: Vyukov's intrusive MPSC queue with an embedded stub node. A push is one atomic exchange
-// plus one release store and allocates nothing (the link lives in the EventHandle).
+// Queue: the default kind (kLockFree, Vyukov's intrusive MPSC queue) lives inline, so a mailbox of
+// that kind is one cache line. The other kinds live in an object of their own that the mailbox
+// owns. A mailbox's kind is set once, before its hint is published, and never changes: a sender
+// holding a stale hint may push at any time, so the queue it pushes to must stay the same.
 //
 // Activation state machine (`state_`):
 //
@@ -14,22 +17,28 @@
 //   | kScheduled | reader drained it (TryIdle)            | kIdle      | the reader               |
 //   | kIdle      | TryIdle re-check sees work, CAS wins   | kScheduled | the reader keeps running |
 //
-// No lost wake-up: the writer publishes its node (seq_cst exchange) before it reads the state;
-// the reader publishes kIdle (seq_cst store) before it re-reads the tail. Whichever comes second
-// sees the other, and the CAS lets exactly one of them schedule the mailbox (no double activation).
+// No lost wake-up: the writer publishes its event (a seq_cst operation of the queue) before it
+// reads the state; the reader publishes kIdle (seq_cst store) before it looks for published events
+// (seq_cst load). Whichever comes second sees the other, and the CAS lets exactly one of them
+// schedule the mailbox (no double activation). Push and TryIdle are each split into their steps
+// (PushEvent + ActivateAfterPush; BeginIdle, StoreIdle, FinishIdle) so that a test can interleave
+// them; the composed calls are what the runtime uses.
 //
-// Thread-safety: Push and IsIdle are thread-safe; everything else is reader-only (the thread that
-// holds the mailbox in kScheduled).
+// Thread-safety: Push, PushEvent, ActivateAfterPush, TryLock and IsIdle are thread-safe; everything
+// else is reader-only (the thread that holds the mailbox in kScheduled).
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
+#include "actors/event.h"
 #include "actors/internal/mailbox_node.h"
+#include "actors/internal/mailbox_queues.h"
+#include "actors/mailbox_kind.h"
 
 namespace troupe {
 class Actor;
-class EventHandle;
 }  // namespace troupe
 
 namespace troupe::internal {
@@ -39,17 +48,42 @@ class alignas(64) Mailbox {
   enum State : uint32_t { kIdle = 0, kScheduled = 1 };
 
   Mailbox() = default;
-  ~Mailbox() = default;
+  ~Mailbox();
   Mailbox(const Mailbox&) = delete;
   Mailbox& operator=(const Mailbox&) = delete;
   Mailbox(Mailbox&&) = delete;
   Mailbox& operator=(Mailbox&&) = delete;
 
+  // Gives a mailbox no sender can reach yet its kind (kLockFree until then). Called once; `kind`
+  // must not be kPoolDefault.
+  void InitKind(MailboxKind kind);
+  MailboxKind kind() const { return kind_; }
+
   // -- writers (any thread) ---------------------------------------------------------------------
 
   // Appends `ev` and returns true when this call moved the mailbox from idle to scheduled; the
   // caller must then hand the mailbox to its pool.
-  bool Push(EventHandle* ev);
+  bool Push(EventHandle* ev) {
+    PushEvent(ev);
+    return ActivateAfterPush();
+  }
+  // The two steps of Push: publish the event, then try to move the mailbox from idle to scheduled.
+  void PushEvent(EventHandle* ev) {
+    if (kind_ == MailboxKind::kLockFree) [[likely]] {
+      queue_.Push(AsNode(ev));
+      return;
+    }
+    PushOther(ev);
+  }
+  bool ActivateAfterPush() {
+    // seq_cst: ordered after the queue's seq_cst publication (Dekker pair with TryIdle).
+    if (state_.load(std::memory_order_seq_cst) != kIdle) {
+      return false;
+    }
+    uint32_t expected = kIdle;
+    // acq_rel: pairs with TryIdle's release so the new owner sees the previous reader's writes.
+    return state_.compare_exchange_strong(expected, kScheduled, std::memory_order_acq_rel);
+  }
 
   // Moves an idle mailbox to kScheduled for the caller; false when someone else holds it.
   bool TryLock() {
@@ -62,27 +96,60 @@ class alignas(64) Mailbox {
 
   // -- reader (the thread holding kScheduled) --------------------------------------------------
 
-  // Removes the oldest event, or returns nullptr when none is ready (empty, or a writer is between
-  // its exchange and its link — IsEmpty then says false).
-  EventHandle* Pop() { return Pop(head_); }
+  // Removes the oldest event (by the kind's order), or returns nullptr when none is ready (empty,
+  // or a writer is between two steps of its push — IsEmpty then says false).
+  EventHandle* Pop();
 
   // As Pop, with the reader's cursor held by the caller: a worker copies the cursor out for an
   // activation (cursor()), pops with it, and writes it back (set_cursor) before TryIdle or before
   // handing the mailbox on. The cursor shares the cache line that writers exchange on; not writing
-  // it per event keeps that line from bouncing between the reader's and the writers' cores.
-  EventHandle* Pop(MailboxNode*& head);
-  MailboxNode* cursor() const { return head_; }
-  void set_cursor(MailboxNode* head) { head_ = head; }
+  // it per event keeps that line from bouncing between the reader's and the writers' cores. Only
+  // kLockFree has a cursor; the other kinds ignore it.
+  EventHandle* Pop(MailboxNode*& cursor) {
+    if (kind_ != MailboxKind::kLockFree) [[unlikely]] {
+      return PopOther();
+    }
+    return AsEvent(queue_.Pop(cursor));
+  }
+  MailboxNode* cursor() const { return queue_.cursor(); }
+  void set_cursor(MailboxNode* cursor) { queue_.set_cursor(cursor); }
 
   // Returns true when no event is queued or being pushed.
-  bool IsEmpty() const {
-    return head_ == &stub_ && tail_.load(std::memory_order_seq_cst) == &stub_;
-  }
+  bool IsEmpty() const;
 
   // Gives the mailbox up after Pop returned nullptr. Returns true when the mailbox is now idle (the
   // reader must not touch it again) and false when more work arrived and the reader owns it again;
   // another reader may have run it in between, so a cached cursor must be reloaded.
-  bool TryIdle();
+  bool TryIdle() {
+    const uint64_t token = BeginIdle();
+    StoreIdle();
+    return FinishIdle(token);
+  }
+  // The steps of TryIdle. BeginIdle captures what the reader holds (0 = nothing, for the
+  // kinds other than kSimple; kSimple's count of events taken); after StoreIdle the mailbox may
+  // belong to another reader, and FinishIdle touches only the queue's shared atomics.
+  uint64_t BeginIdle() const {
+    if (kind_ == MailboxKind::kLockFree) [[likely]] {
+      return queue_.ReaderDrained() ? 0 : 1;
+    }
+    return BeginIdleOther();
+  }
+  void StoreIdle() {
+    // seq_cst: ordered before FinishIdle's loads (Dekker pair with ActivateAfterPush).
+    state_.store(kIdle, std::memory_order_seq_cst);
+  }
+  bool FinishIdle(uint64_t token) {
+    if (!PublishedSince(token)) {
+      return true;
+    }
+    uint32_t expected = kIdle;
+    // A writer that saw kScheduled before our store did not schedule us: take the mailbox back. If
+    // its CAS wins instead, it schedules the mailbox and we must let go.
+    return !state_.compare_exchange_strong(expected, kScheduled, std::memory_order_acq_rel);
+  }
+
+  // Bytes this mailbox occupies while idle: the table slot plus the queue of a non-default kind.
+  size_t FootprintBytes() const;
 
   // -- actors bound to this mailbox (reader, or the owner after TryLock) -----------------------
 
@@ -99,17 +166,32 @@ class alignas(64) Mailbox {
   Mailbox* next_ready = nullptr;
 
  private:
-  // Producers exchange here; points at the newest node (or the stub when empty).
-  std::atomic<MailboxNode*> tail_{&stub_};
-  // The reader's cursor; the oldest unconsumed node (or the stub).
-  MailboxNode* head_ = &stub_;
-  MailboxNode stub_;
+  static EventHandle* AsEvent(MailboxNode* node) { return static_cast<EventHandle*>(node); }
+  static MailboxNode* AsNode(EventHandle* ev) { return ev; }
+  // True when something was published that the reader (as captured by `token`) had not taken.
+  bool PublishedSince(uint64_t token) const {
+    if (kind_ == MailboxKind::kLockFree) [[likely]] {
+      return token != 0 || queue_.Published();
+    }
+    return PublishedSinceOther(token);
+  }
+  // The kinds other than kLockFree.
+  void PushOther(EventHandle* ev);
+  EventHandle* PopOther();
+  uint64_t BeginIdleOther() const;
+  bool PublishedSinceOther(uint64_t token) const;
+
+  // The kLockFree queue (unused by the other kinds).
+  IntrusiveMpscQueue queue_;
   std::atomic<uint32_t> state_{kIdle};
   uint32_t pool_ = 0;
   // Intrusive list through Actor::next_in_mailbox_.
   Actor* actors_ = nullptr;
+  // The queue of the other kinds: SimpleQueue, RevolvingQueue, HTSwapQueue or PriorityQueue.
+  void* other_ = nullptr;
+  MailboxKind kind_ = MailboxKind::kLockFree;
 };
 
-static_assert(sizeof(Mailbox) == 64, "an idle mailbox costs one cache line");
+static_assert(sizeof(Mailbox) == 64, "an idle mailbox of the default kind costs one cache line");
 
 }  // namespace troupe::internal

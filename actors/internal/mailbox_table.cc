@@ -17,19 +17,22 @@ MailboxTable::~MailboxTable() {
   }
 }
 
-std::pair<Mailbox*, uint32_t> MailboxTable::Allocate() {
+std::pair<Mailbox*, uint32_t> MailboxTable::Allocate(MailboxKind kind) {
+  TROUPE_CHECK(kind != MailboxKind::kPoolDefault && static_cast<uint32_t>(kind) < kMailboxKindCount)
+      << "Allocate needs a concrete mailbox kind, got " << static_cast<int>(kind);
   troupe::MutexLock lock(&mu_);
+  std::deque<uint32_t>& free = free_[static_cast<uint32_t>(kind)];
   // A freed mailbox may still be running (a worker reporting stale events as undelivered); skip it
   // and retry later rather than wait.
-  for (size_t tries = 0; tries < 4 && !free_.empty(); ++tries) {
-    const uint32_t hint = free_.back();
-    free_.pop_back();
+  for (size_t tries = 0; tries < 4 && !free.empty(); ++tries) {
+    const uint32_t hint = free.back();
+    free.pop_back();
     Mailbox* mailbox = Get(hint);
     if (mailbox->TryLock()) {
       ++allocated_;
       return {mailbox, hint};
     }
-    free_.push_front(hint);
+    free.push_front(hint);
   }
   const uint32_t hint = next_hint_.load(std::memory_order_relaxed);
   if (hint > max_mailboxes_) {
@@ -43,6 +46,8 @@ std::pair<Mailbox*, uint32_t> MailboxTable::Allocate() {
   // Lock the mailbox before publishing its hint: no sender can reach it yet, so this cannot fail.
   Mailbox* mailbox = chunks_[chunk].load(std::memory_order_relaxed) + (hint & (kChunkSize - 1));
   TROUPE_CHECK(mailbox->TryLock()) << "fresh mailbox " << hint << " is not idle";
+  // The kind is fixed before the hint is published (the release below), and never changes.
+  mailbox->InitKind(kind);
   next_hint_.store(hint + 1, std::memory_order_release);
   ++allocated_;
   return {mailbox, hint};
@@ -50,7 +55,7 @@ std::pair<Mailbox*, uint32_t> MailboxTable::Allocate() {
 
 void MailboxTable::Free(uint32_t hint) {
   troupe::MutexLock lock(&mu_);
-  free_.push_back(hint);
+  free_[static_cast<uint32_t>(Get(hint)->kind())].push_back(hint);
   --allocated_;
 }
 

@@ -49,11 +49,12 @@ class MailboxTable {
     return base == nullptr ? nullptr : base + (hint & (kChunkSize - 1));
   }
 
-  // Returns a mailbox in kScheduled state owned by the caller, with no actors, and its hint; or
-  // {nullptr, 0} when the table is full.
-  std::pair<Mailbox*, uint32_t> Allocate();
+  // Returns a mailbox of `kind` (not kPoolDefault) in kScheduled state owned by the caller, with no
+  // actors, and its hint; or {nullptr, 0} when the table is full. A freed mailbox of the same kind
+  // is reused first; a mailbox never changes kind.
+  std::pair<Mailbox*, uint32_t> Allocate(MailboxKind kind = MailboxKind::kLockFree);
 
-  // Returns `hint` to the free list (its mailbox must have no actors).
+  // Returns `hint` to its kind's free list (its mailbox must have no actors).
   void Free(uint32_t hint);
 
   // Returns one past the largest hint ever handed out.
@@ -67,7 +68,8 @@ class MailboxTable {
   // Value-initialized (null) chunk pointers; the vector itself never resizes.
   std::vector<std::atomic<Mailbox*>> chunks_;
   mutable troupe::Mutex mu_;
-  std::deque<uint32_t> free_ ABSL_GUARDED_BY(mu_);
+  // Freed hints, one list per kind.
+  std::array<std::deque<uint32_t>, kMailboxKindCount> free_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint32_t> next_hint_{1};
   uint64_t allocated_ ABSL_GUARDED_BY(mu_) = 0;
 };

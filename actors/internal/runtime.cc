@@ -48,6 +48,14 @@ std::optional<uint64_t> ShuffleSeed(const proto::ActorSystemConfig& config) {
 #endif
 }
 
+// The config's enum and the public one share their numbers.
+static_assert(static_cast<int>(MailboxKind::kLockFree) == proto::MAILBOX_KIND_LOCK_FREE);
+static_assert(static_cast<int>(MailboxKind::kSimple) == proto::MAILBOX_KIND_SIMPLE);
+static_assert(static_cast<int>(MailboxKind::kRevolving) == proto::MAILBOX_KIND_REVOLVING);
+static_assert(static_cast<int>(MailboxKind::kHTSwap) == proto::MAILBOX_KIND_HTSWAP);
+static_assert(static_cast<int>(MailboxKind::kPriority) == proto::MAILBOX_KIND_PRIORITY);
+static_assert(kMailboxKindCount == proto::MailboxKind_ARRAYSIZE);
+
 }  // namespace
 
 Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* driver,
@@ -74,6 +82,9 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
     settings.shuffle = shuffle_seed.has_value();
     settings.shuffle_seed = shuffle_seed.value_or(0) + static_cast<uint64_t>(i) * 0x10001;
     pools_.push_back(std::make_unique<ExecutorPool>(this, static_cast<uint32_t>(i), settings));
+    pool_mailbox_.push_back(pool.default_mailbox() == proto::MAILBOX_KIND_UNSPECIFIED
+                                ? MailboxKind::kLockFree
+                                : static_cast<MailboxKind>(pool.default_mailbox()));
     if (pool.name() == config_.default_pool()) {
       default_pool_ = static_cast<uint32_t>(i);
     }
@@ -259,10 +270,19 @@ ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& o
                                 << pools_.size() << " pools); actor not registered";
     return {};
   }
+  MailboxKind kind = options.mailbox;
+  if (kind == MailboxKind::kPoolDefault) {
+    kind = pool_mailbox_[pool];
+  }
+  if (static_cast<uint32_t>(kind) >= kMailboxKindCount) {
+    TROUPE_LOG(kError, kActors) << "Register: mailbox kind " << static_cast<int>(kind)
+                                << " does not exist; actor not registered";
+    return {};
+  }
   if (stopped()) {
     return {};
   }
-  auto [mailbox, hint] = mailboxes_.Allocate();
+  auto [mailbox, hint] = mailboxes_.Allocate(kind);
   if (mailbox == nullptr) {
     TROUPE_LOG(kError, kActors) << "Register: mailbox table is full (" << config_.max_mailboxes()
                                 << " mailboxes; raise max_mailboxes); actor not registered";

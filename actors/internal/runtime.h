@@ -136,6 +136,8 @@ class Runtime {
   const proto::ActorSystemConfig config_;
   const NodeId node_id_;
   uint32_t default_pool_ = 0;
+  // Each pool's `default_mailbox`, by pool index.
+  std::vector<MailboxKind> pool_mailbox_;
   MailboxTable mailboxes_;
   ServiceTable services_;
   std::vector<std::unique_ptr<ExecutorPool>> pools_;

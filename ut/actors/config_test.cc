@@ -70,6 +70,22 @@ TEST(ConfigTest, RejectsOtherPoolFieldsOutOfRange) {
   ExpectParseFieldError(R"(pools { name: "A" spin_time_us: 5000000 })", "pools[0].spin_time_us");
 }
 
+TEST(ConfigTest, ReadsEveryMailboxKindAndRejectsUnknownOnesNamingTheField) {
+  for (const char* kind :
+       {"MAILBOX_KIND_LOCK_FREE", "MAILBOX_KIND_SIMPLE", "MAILBOX_KIND_REVOLVING",
+        "MAILBOX_KIND_HTSWAP", "MAILBOX_KIND_PRIORITY"}) {
+    const absl::StatusOr<proto::ActorSystemConfig> config =
+        ParseConfig(absl::StrCat(R"(pools { name: "A" default_mailbox: )", kind, " }"));
+    ASSERT_TRUE(config.ok()) << kind << ": " << config.status();
+  }
+  // The text parser refuses a name it does not know, naming the field.
+  ExpectParseFieldError(R"(pools { name: "A" default_mailbox: MAILBOX_KIND_FANCY })",
+                        "default_mailbox");
+  // A number outside the enum (proto3 keeps it) is caught by validation, naming the pool.
+  ExpectParseFieldError(R"(pools { name: "A" } pools { name: "B" default_mailbox: 9 })",
+                        "pools[1].default_mailbox");
+}
+
 TEST(ConfigTest, RejectsUnknownDefaultPool) {
   ExpectParseFieldError(R"(pools { name: "A" } default_pool: "B")", "default_pool");
   // Without pools the standard four are the known names.
