@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/internal/mailbox_queues.h"
 
+#include <thread>
+
 #include "actors/event.h"
 #include "actors/events.h"
 
@@ -73,10 +75,15 @@ SimpleQueue::~SimpleQueue() {
 }
 
 void SimpleQueue::Lock() {
-  // Test-and-test-and-set: waiting writers spin on a shared copy of the line.
+  // Test-and-test-and-set: waiting writers spin on a shared copy of the line. A holder that was
+  // preempted (more writers than cores) is waited for with yields, not a burnt time slice.
   while (locked_.exchange(true, std::memory_order_acquire)) {
-    while (locked_.load(std::memory_order_relaxed)) {
-      CpuRelax();
+    for (uint32_t spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
+      if (spins < 64) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
     }
   }
 }
@@ -171,10 +178,9 @@ void RevolvingQueue::Push(EventHandle* ev) {
   if (sender.IsEmpty()) {
     lane = ThreadLane();
   } else {
-    // Fibonacci hashing: local ids are handed out in sequence, the top bits of the product spread
-    // them (and ids of other nodes) evenly.
-    lane = static_cast<uint32_t>(((sender.local_id() ^ sender.node_id()) * 0x9e3779b97f4a7c15ULL) >>
-                                 60);
+    // Local ids are handed out in sequence, so senders registered one after another land on
+    // different lanes; the node id shifts the lanes of remote senders.
+    lane = static_cast<uint32_t>((sender.local_id() + sender.node_id()) % kLaneCount);
   }
   lanes_[lane % kLaneCount].queue.Push(ev);
 }

@@ -106,8 +106,9 @@ class SimpleQueue {
   alignas(64) std::atomic<bool> locked_{false};
   Segment* tail_segment_;
   uint32_t tail_slot_ = 0;
-  // Events published so far; written under the lock, read by the reader.
-  std::atomic<uint64_t> published_{0};
+  // Events published so far; written under the lock, read by the reader. On a line of its own, so
+  // the reader's polling does not take the lock's line away from a lone writer.
+  alignas(64) std::atomic<uint64_t> published_{0};
   // -- handed from the reader to the writers --
   alignas(64) std::atomic<Segment*> spare_{nullptr};
   // -- reader --
