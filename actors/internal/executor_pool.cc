@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "actors/internal/cpu_relax.h"
 #include "actors/internal/runtime.h"
 
 namespace troupe::internal {
@@ -18,14 +19,6 @@ thread_local WorkerContext* tls_worker = nullptr;
 // atomic only makes concurrent reads by Stats() well-defined.
 inline void AddOwned(std::atomic<uint64_t>& counter, uint64_t n) {
   counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
 }
 
 // xorshift64: plenty for picking places and budgets; `state` must not be zero.

@@ -5,17 +5,10 @@
 
 #include "actors/event.h"
 #include "actors/events.h"
+#include "actors/internal/cpu_relax.h"
 
 namespace troupe::internal {
 namespace {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 // The lane of events sent without a sender: one per thread, handed out in turn.
 uint32_t ThreadLane() {

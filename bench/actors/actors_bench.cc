@@ -64,15 +64,8 @@
 #include "actors/event.h"
 #include "actors/events.h"
 #include "actors/sync.h"
+#include "bench/sanitized.h"
 #include "proto/config.pb.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TROUPE_BENCH_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TROUPE_BENCH_SANITIZED 1
-#endif
-#endif
 
 namespace {
 

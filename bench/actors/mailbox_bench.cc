@@ -65,17 +65,11 @@
 
 #include "actors/actor_id.h"
 #include "actors/event.h"
+#include "actors/internal/cpu_relax.h"
 #include "actors/internal/mailbox.h"
 #include "actors/internal/mailbox_node.h"
 #include "actors/mailbox_kind.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TROUPE_BENCH_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TROUPE_BENCH_SANITIZED 1
-#endif
-#endif
+#include "bench/sanitized.h"
 
 namespace {
 
@@ -136,14 +130,6 @@ EventHandlePtr MakeEvent(uint32_t writer, uint64_t cookie) {
                                        cookie);
 }
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 // Spins until `ready()` returns true: pause, and a yield every 64 tries (with more threads than
 // cores the thread we wait for may need this core). Returns false when `abort` is set or
 // `deadline` passes first.
@@ -159,7 +145,7 @@ bool SpinUntil(const Ready& ready, const std::atomic<bool>& abort, Clock::time_p
     if (spin % 64 == 0) {
       std::this_thread::yield();
     } else {
-      CpuRelax();
+      troupe::internal::CpuRelax();
     }
   }
 }
@@ -358,7 +344,7 @@ ReaderResult RunReader(StreamRun& run, uint64_t total, Clock::time_point deadlin
         }
         std::this_thread::yield();
       } else {
-        CpuRelax();
+        troupe::internal::CpuRelax();
       }
     }
   }
