@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 #include "actors/actor.h"
@@ -201,15 +203,21 @@ TEST_P(MailboxKindSystemTest, FreedMailboxNeverDeliversToALaterActor) {
   ASSERT_TRUE(dead);
   system->Send(dead, std::make_unique<EvPoison>());
   ASSERT_TRUE(dead_destroyed.WaitForNotificationWithTimeout(WaitTimeout()));
+  // The candidates that got another mailbox stay alive: freeing them would put their hints ahead
+  // of the dead one in the free list. Between attempts the worker gets a millisecond to let the
+  // dead mailbox go (it may be preempted on this 2-core machine); bounded by WaitTimeout().
   std::vector<std::unique_ptr<Inbox>> inboxes;
   ActorId reuser;
-  for (int attempt = 0; attempt < 200 && !reuser; ++attempt) {
+  const absl::Time deadline = absl::Now() + WaitTimeout();
+  while (!reuser && absl::Now() < deadline) {
     inboxes.push_back(std::make_unique<Inbox>());
     const ActorId candidate =
         system->Register(std::make_unique<Recorder>(inboxes.back().get()), Options());
     ASSERT_TRUE(candidate);
     if (candidate.hint() == dead.hint()) {
       reuser = candidate;
+    } else {
+      absl::SleepFor(absl::Milliseconds(1));
     }
   }
   ASSERT_TRUE(reuser) << "no later actor reused the dead actor's mailbox";
