@@ -62,7 +62,6 @@ class Chooser {
     }
     schedule_.push_back(0);
     options_.push_back(options);
-    trace_.push_back(0);
     ++position_;
     return 0;
   }
@@ -70,12 +69,9 @@ class Chooser {
   // Moves to the next schedule; false when every schedule was played.
   bool Advance() {
     position_ = 0;
-    trace_.clear();
     while (!schedule_.empty()) {
       if (schedule_.back() + 1 < options_.back()) {
         ++schedule_.back();
-        trace_ = schedule_;
-        trace_.pop_back();
         return true;
       }
       schedule_.pop_back();
@@ -85,12 +81,14 @@ class Chooser {
   }
 
   // The choices of the current run, for failure messages.
-  std::string Trace() const { return absl::StrJoin(schedule_.empty() ? trace_ : schedule_, ","); }
+  std::string Trace() const { return absl::StrJoin(random_ != nullptr ? trace_ : schedule_, ","); }
 
  private:
   std::mt19937_64* random_;
+  // Depth-first mode: the choices of the current run and how many options each had.
   std::vector<uint32_t> schedule_;
   std::vector<uint32_t> options_;
+  // Random mode: the choices made.
   std::vector<uint32_t> trace_;
   size_t position_ = 0;
 };
