@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -15,11 +16,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "gtest/gtest.h"
 
 #include "actors/actor.h"
 #include "actors/actor_id.h"
 #include "actors/event.h"
 #include "actors/sync.h"
+#include "interconnect/tcp_transport.h"
 #include "proto/config.pb.h"
 #include "ut/actors/test_events.pb.h"
 
@@ -195,5 +198,37 @@ inline proto::ActorSystemConfig ClusterConfig(const std::string& host,
   }
   return config;
 }
+
+// The listening ports of nodes 1..n on 127.0.0.1, and the port each node dials to reach each peer:
+// Redirect puts something (a FaultProxy) between a node and a peer.
+class LoopbackPorts {
+ public:
+  explicit LoopbackPorts(size_t nodes) {
+    absl::StatusOr<std::vector<uint16_t>> ports = interconnect::FreeLoopbackPorts(nodes);
+    EXPECT_TRUE(ports.ok()) << ports.status();
+    ports_ = ports.value_or(std::vector<uint16_t>(nodes, 0));
+  }
+
+  uint16_t port(NodeId node) const { return ports_[node - 1]; }
+  // From now on `node` reaches `peer` at `port` (takes effect in configs made afterwards).
+  void Redirect(NodeId node, NodeId peer, uint16_t port) { redirects_[{node, peer}] = port; }
+
+  // ClusterConfig of the cluster as `node` sees it, with its node id set.
+  proto::ActorSystemConfig ConfigFor(NodeId node, const std::string& cluster) const {
+    std::vector<uint16_t> ports = ports_;
+    for (const auto& [pair, port] : redirects_) {
+      if (pair.first == node) {
+        ports[pair.second - 1] = port;
+      }
+    }
+    proto::ActorSystemConfig config = ClusterConfig("127.0.0.1", ports, cluster);
+    config.set_node_id(node);
+    return config;
+  }
+
+ private:
+  std::vector<uint16_t> ports_;
+  std::map<std::pair<NodeId, NodeId>, uint16_t> redirects_;
+};
 
 }  // namespace troupe::ictest

@@ -108,11 +108,8 @@ class NodeProcess {
 // (a FaultProxy in between).
 class ProcessCluster {
  public:
-  ProcessCluster() : dir_(::testing::TempDir() + "troupe-process-cluster-" + Unique()) {
+  ProcessCluster() : dir_(::testing::TempDir() + "troupe-process-cluster-" + Unique()), ports_(3) {
     ::mkdir(dir_.c_str(), 0755);
-    absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(3);
-    EXPECT_TRUE(ports.ok()) << ports.status();
-    ports_ = ports.value_or(std::vector<uint16_t>(3, 0));
   }
   ~ProcessCluster() {
     for (auto& [node, process] : processes_) {
@@ -128,18 +125,11 @@ class ProcessCluster {
   ProcessCluster(ProcessCluster&&) = delete;
   ProcessCluster& operator=(ProcessCluster&&) = delete;
 
-  uint16_t port(NodeId node) const { return ports_[node - 1]; }
-  void Redirect(NodeId node, NodeId peer, uint16_t port) { redirects_[{node, peer}] = port; }
+  uint16_t port(NodeId node) const { return ports_.port(node); }
+  void Redirect(NodeId node, NodeId peer, uint16_t port) { ports_.Redirect(node, peer, port); }
 
   proto::ActorSystemConfig ConfigFor(NodeId node, const std::string& cluster) const {
-    std::vector<uint16_t> ports = ports_;
-    for (const auto& [pair, port] : redirects_) {
-      if (pair.first == node) {
-        ports[pair.second - 1] = port;
-      }
-    }
-    proto::ActorSystemConfig config = ictest::ClusterConfig("127.0.0.1", ports, cluster);
-    config.set_node_id(node);
+    proto::ActorSystemConfig config = ports_.ConfigFor(node, cluster);
     for (const char* name : {"User", "IC"}) {
       proto::PoolConfig* pool = config.add_pools();
       pool->set_name(name);
@@ -210,8 +200,7 @@ class ProcessCluster {
   }
 
   const std::string dir_;
-  std::vector<uint16_t> ports_;
-  std::map<std::pair<NodeId, NodeId>, uint16_t> redirects_;
+  ictest::LoopbackPorts ports_;
   uint64_t timeout_ms_ = 10000;
   std::map<NodeId, std::unique_ptr<NodeProcess>> processes_;
   std::unique_ptr<ActorSystem> system_;

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,10 +62,7 @@ class TcpCluster {
  public:
   explicit TcpCluster(uint32_t nodes,
                       std::function<void(proto::InterconnectConfig&)> tune = nullptr)
-      : tune_(std::move(tune)) {
-    absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(nodes);
-    EXPECT_TRUE(ports.ok()) << ports.status();
-    ports_ = ports.value_or(std::vector<uint16_t>(nodes, 0));
+      : tune_(std::move(tune)), ports_(nodes) {
     nodes_.resize(nodes + 1);
   }
   ~TcpCluster() {
@@ -79,19 +75,12 @@ class TcpCluster {
   TcpCluster(TcpCluster&&) = delete;
   TcpCluster& operator=(TcpCluster&&) = delete;
 
-  uint16_t port(NodeId node) const { return ports_[node - 1]; }
+  uint16_t port(NodeId node) const { return ports_.port(node); }
   // From now on `node` reaches `peer` at `port` (takes effect when `node` starts).
-  void Redirect(NodeId node, NodeId peer, uint16_t port) { redirects_[{node, peer}] = port; }
+  void Redirect(NodeId node, NodeId peer, uint16_t port) { ports_.Redirect(node, peer, port); }
 
   proto::ActorSystemConfig ConfigFor(NodeId node, const std::string& cluster = "test") const {
-    std::vector<uint16_t> ports = ports_;
-    for (const auto& [pair, port] : redirects_) {
-      if (pair.first == node) {
-        ports[pair.second - 1] = port;
-      }
-    }
-    proto::ActorSystemConfig config = ictest::ClusterConfig("127.0.0.1", ports, cluster);
-    config.set_node_id(node);
+    proto::ActorSystemConfig config = ports_.ConfigFor(node, cluster);
     for (const auto& [name, threads] : {std::pair{"User", 1}, std::pair{"IC", 1}}) {
       proto::PoolConfig* pool = config.add_pools();
       pool->set_name(name);
@@ -144,8 +133,7 @@ class TcpCluster {
 
  private:
   std::function<void(proto::InterconnectConfig&)> tune_;
-  std::vector<uint16_t> ports_;
-  std::map<std::pair<NodeId, NodeId>, uint16_t> redirects_;
+  ictest::LoopbackPorts ports_;
   std::vector<Node> nodes_;
 };
 
