@@ -20,6 +20,15 @@
 //                           spawner actor in batches of kSpawnBatch (E=0) or from the benchmark
 //                           thread (E=1); actors/s, and bytes_per_actor = RSS growth
 //                           (/proc/self/statm, heap trimmed first) / kSpawnCount while all live.
+//   - BM_Ring/tokens:T      hops per second around a ring of kRingSize actors, each forwarding a
+//                           token handle to its successor (Forward: no allocation per hop); T
+//                           tokens circulate at once (T = 1: one hop in flight, every hop a
+//                           hand-off to a mailbox that was idle; T = kRingSize: every actor busy).
+//   - BM_Skynet             the classic skynet: a root spawns kSkynetFanOut children, each spawns
+//                           as many, down to kSkynetLeaves leaves; every leaf replies its ordinal
+//                           and passes away, every inner node sums its children's replies, replies
+//                           and passes away. ms per run and actors_per_s: spawn, a short life and
+//                           death, all at once, with fresh events for every reply.
 // `workers:W` is the User pool size: the default (one per hardware thread) and 1, whose gap is the
 // price of spreading actors over cores. Counters: `activations_per_item` (mailbox activations per
 // item; 1/batching) and `parks` (times a worker slept on its semaphore during the run).
@@ -27,9 +36,9 @@
 // memory) and the figures the issue compares with CAF; a regression here shows up everywhere.
 // Excluded: ActorSystem creation and Stop (thread start/join, destroying the actors) are outside
 // the timed region; no interconnect, serialization, timers or services. One item is one round
-// trip / one event / one actor. Every benchmark uses real time (the work runs on the runtime's
-// workers, not on the benchmark thread); process CPU time is reported alongside ("CPU") to show
-// how much CPU all threads burn, idle spinning included.
+// trip / one event / one actor / one hop / one whole skynet run. Every benchmark uses real time
+// (the work runs on the runtime's workers, not on the benchmark thread); process CPU time is
+// reported alongside ("CPU") to show how much CPU all threads burn, idle spinning included.
 //
 // Each benchmark call creates one node (System 1, User W, Batch 1, IC 1 threads), runs one batch
 // of state.iterations() items on the User pool and waits for a completion notification with a
@@ -87,6 +96,17 @@ constexpr uint32_t kFanInAck = 128;
 constexpr uint64_t kSpawnCount = kSanitized ? 20'000 : 1'000'000;
 constexpr uint64_t kSpawnBatch = 10'000;
 
+// Actors in BM_Ring's ring.
+constexpr int kRingSize = 1000;
+
+// BM_Skynet's tree: each inner node has kSkynetFanOut children; the leaves are numbered
+// [0, kSkynetLeaves) and their ordinals add up to kSkynetSum.
+constexpr uint64_t kSkynetFanOut = 10;
+constexpr uint64_t kSkynetLeaves = kSanitized ? 10'000 : 1'000'000;
+constexpr uint64_t kSkynetActors = (kSkynetLeaves * kSkynetFanOut - 1) / (kSkynetFanOut - 1);
+constexpr uint64_t kSkynetSum = kSkynetLeaves * (kSkynetLeaves - 1) / 2;
+static_assert(kSanitized || (kSkynetActors == 1'111'111 && kSkynetSum == 499'999'500'000));
+
 enum : troupe::EventType {
   kEvStart = troupe::EventSpaceBegin(troupe::kUserEventSpace),
   kEvBall,
@@ -94,6 +114,9 @@ enum : troupe::EventType {
   kEvData,
   kEvAck,
   kEvContinue,
+  kEvToken,
+  kEvSetNext,
+  kEvSum,
   kEvBenchEnd,
 };
 static_assert(troupe::InEventSpace(kEvBenchEnd - 1, troupe::kUserEventSpace));
@@ -130,6 +153,29 @@ struct EvData : troupe::EventLocal<EvData, kEvData> {
 };
 struct EvAck : troupe::EventLocal<EvAck, kEvAck> {};
 struct EvContinue : troupe::EventLocal<EvContinue, kEvContinue> {};
+
+// A ring token: `hops` more hops to go; the member that receives it at 0 arrives at `completion`.
+struct EvToken : troupe::EventLocal<EvToken, kEvToken> {
+  EvToken(uint64_t hops_value, std::shared_ptr<Completion> completion_value)
+      : hops(hops_value), completion(std::move(completion_value)) {}
+  uint64_t hops;
+  std::shared_ptr<Completion> completion;
+};
+
+// Closes the ring: the recipient's successor is `next`; it arrives at `completion` once set.
+struct EvSetNext : troupe::EventLocal<EvSetNext, kEvSetNext> {
+  EvSetNext(troupe::ActorId next_value, std::shared_ptr<Completion> completion_value)
+      : next(next_value), completion(std::move(completion_value)) {}
+  troupe::ActorId next;
+  std::shared_ptr<Completion> completion;
+};
+
+// A skynet reply: the sum of a subtree's leaf ordinals; `ok` is false if a Register in it failed.
+struct EvSum : troupe::EventLocal<EvSum, kEvSum> {
+  EvSum(uint64_t sum_value, bool ok_value) : sum(sum_value), ok(ok_value) {}
+  uint64_t sum;
+  bool ok;
+};
 
 // -- node ----------------------------------------------------------------------------------------
 
@@ -649,6 +695,208 @@ BENCHMARK(BM_Spawn)
     ->ArgNames({"external", "workers"})
     ->ArgsProduct({{0, 1}, WorkerCounts()})
     ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// -- ring ----------------------------------------------------------------------------------------
+
+// One member of the ring: passes every token on to its successor until the token's hops run out.
+// On EvStart{n}: launches a token of n hops (the first one to the successor).
+class RingMember : public troupe::Actor {
+ public:
+  // `next` is the successor; the last member built gets it later through EvSetNext.
+  explicit RingMember(troupe::ActorId next) : Actor(&RingMember::StateWork), next_(next) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvToken: {
+        auto* token = ev->Get<EvToken>();
+        if (token->hops == 0) {
+          token->completion->Arrive();  // the token is freed with `ev`
+        } else {
+          --token->hops;
+          Forward(ev, next_);
+        }
+        break;
+      }
+        TROUPE_HFUNC(EvStart, HandleStart);
+        TROUPE_HFUNC(EvSetNext, HandleSetNext);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandleStart(troupe::EventPtr<EvStart> ev) {
+    const uint64_t hops = ev.Get()->count;
+    if (hops == 0) {
+      ev.Get()->completion->Arrive();
+      return;
+    }
+    Send(next_, std::make_unique<EvToken>(hops - 1, std::move(ev.Get()->completion)));
+  }
+
+  void HandleSetNext(troupe::EventPtr<EvSetNext> ev) {
+    next_ = ev.Get()->next;
+    ev.Get()->completion->Arrive();
+  }
+
+  troupe::ActorId next_;
+};
+
+// Hops/s of `tokens` tokens circulating at once around a ring of kRingSize actors; one item is
+// one hop (one Forward to the successor and its dispatch). The batch is split evenly over the
+// tokens, which start evenly spaced around the ring (one at each member when tokens = kRingSize).
+void BM_Ring(benchmark::State& state) {
+  const int tokens = static_cast<int>(state.range(0));
+  std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(1));
+  if (system == nullptr) {
+    return;
+  }
+  // Built last to first, so that each member knows its successor; the ring is closed below.
+  std::vector<troupe::ActorId> ring(kRingSize);
+  for (int i = kRingSize - 1; i >= 0; --i) {
+    ring[i] = system->Register(
+        std::make_unique<RingMember>(i + 1 < kRingSize ? ring[i + 1] : troupe::ActorId()));
+    if (ring[i].IsEmpty()) {
+      state.SkipWithError("BM_Ring: Register returned an empty id (see the log)");
+      return;
+    }
+  }
+  auto closed = std::make_shared<Completion>(1);
+  system->Send(ring[kRingSize - 1], std::make_unique<EvSetNext>(ring[0], closed));
+  if (!Await(state, *closed, system, "BM_Ring (closing the ring)")) {
+    return;
+  }
+  std::vector<troupe::ActorId> starters;
+  starters.reserve(tokens);
+  for (int i = 0; i < tokens; ++i) {
+    starters.push_back(ring[static_cast<size_t>(i) * kRingSize / tokens]);
+  }
+  RunSplitBatches(state, system, starters, "BM_Ring");
+}
+BENCHMARK(BM_Ring)
+    ->ArgNames({"tokens", "workers"})
+    ->ArgsProduct({{1, kRingSize}, WorkerCounts()})
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// -- skynet --------------------------------------------------------------------------------------
+
+// One skynet run: the root's result, written by the root before it arrives at `completion`.
+struct SkynetRun {
+  uint64_t sum = 0;
+  bool ok = false;
+  Completion completion{1};
+};
+
+// A skynet node over the leaf ordinals [first, first + size). A leaf (size 1) replies its ordinal
+// to its parent; an inner node spawns kSkynetFanOut children over equal parts of its range and
+// replies the sum of theirs. Either passes away once it has replied. The root has no parent and
+// reports to `run` instead.
+class SkynetNode : public troupe::Actor {
+ public:
+  SkynetNode(troupe::ActorId parent, uint64_t first, uint64_t size,
+             std::shared_ptr<SkynetRun> run = nullptr)
+      : Actor(&SkynetNode::StateWork),
+        parent_(parent),
+        first_(first),
+        size_(size),
+        run_(std::move(run)) {}
+
+ private:
+  void Bootstrap() override {
+    if (size_ == 1) {
+      Reply(first_, true);
+      return;
+    }
+    const uint64_t part = size_ / kSkynetFanOut;
+    for (uint64_t i = 0; i < kSkynetFanOut; ++i) {
+      if (Register(std::make_unique<SkynetNode>(SelfId(), first_ + i * part, part)).IsEmpty()) {
+        ok_ = false;  // its reply will never come: count it as a failed one
+        ++replies_;
+      }
+    }
+    if (replies_ == kSkynetFanOut) {
+      Reply(sum_, ok_);
+    }
+  }
+
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvSum: {
+        const auto* reply = ev->Get<EvSum>();
+        sum_ += reply->sum;
+        ok_ = ok_ && reply->ok;
+        if (++replies_ == kSkynetFanOut) {
+          Reply(sum_, ok_);
+        }
+        break;
+      }
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void Reply(uint64_t sum, bool ok) {
+    if (run_ != nullptr) {
+      run_->sum = sum;
+      run_->ok = ok;
+      run_->completion.Arrive();
+    } else {
+      Send(parent_, std::make_unique<EvSum>(sum, ok));
+    }
+    PassAway();
+  }
+
+  const troupe::ActorId parent_;
+  const uint64_t first_;
+  const uint64_t size_;
+  uint64_t sum_ = 0;
+  uint64_t replies_ = 0;
+  bool ok_ = true;
+  const std::shared_ptr<SkynetRun> run_;  // the root's only
+};
+
+// One whole skynet run per iteration: kSkynetActors actors spawned (from the root, registered by
+// the benchmark thread, down to the leaves), kSkynetActors - 1 replies, every actor gone at the
+// end; ms per run and actors_per_s. activations_per_item counts per actor, not per run.
+void BM_Skynet(benchmark::State& state) {
+  std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(0));
+  if (system == nullptr) {
+    return;
+  }
+  const troupe::PoolCounters before = UserPool(*system);
+  for (auto _ : state) {
+    // Shared with the root, so that a run abandoned on timeout leaves no dangling pointer.
+    auto run = std::make_shared<SkynetRun>();
+    if (system->Register(std::make_unique<SkynetNode>(troupe::ActorId(), 0, kSkynetLeaves, run))
+            .IsEmpty()) {
+      state.SkipWithError("BM_Skynet: Register returned an empty id (see the log)");
+      return;
+    }
+    if (!Await(state, run->completion, system, "BM_Skynet")) {
+      return;
+    }
+    if (!run->ok) {
+      state.SkipWithError("BM_Skynet: Register returned an empty id (see the log)");
+      return;
+    }
+    if (run->sum != kSkynetSum) {
+      state.SkipWithError(
+          absl::StrCat("BM_Skynet: sum ", run->sum, ", expected ", kSkynetSum).c_str());
+      return;
+    }
+  }
+  const auto actors = static_cast<int64_t>(kSkynetActors) * state.iterations();
+  state.counters["actors_per_s"] =
+      benchmark::Counter(static_cast<double>(actors), benchmark::Counter::kIsRate);
+  ReportPool(state, before, UserPool(*system), actors);
+}
+BENCHMARK(BM_Skynet)
+    ->ArgName("workers")
+    ->ArgsProduct({WorkerCounts()})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MeasureProcessCPUTime();
