@@ -9,7 +9,16 @@
 
 namespace troupe {
 
-Actor::~Actor() = default;
+Actor::~Actor() { delete suspension_; }
+
+void Actor::Suspend() {
+  if (suspension_ == nullptr) {
+    suspension_ = new internal::Suspension();
+  }
+  ++suspension_->count;
+}
+
+uint32_t Actor::SuspendCount() const { return suspension_ == nullptr ? 0 : suspension_->count; }
 
 void Actor::Unhandled(EventHandlePtr& ev) {
   if (ev->type() == kEvPoison) {

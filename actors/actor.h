@@ -53,6 +53,7 @@ class ActorSystem;
 namespace internal {
 class Mailbox;
 class Runtime;
+struct Suspension;
 }  // namespace internal
 
 // Where and how an actor is registered.
@@ -99,6 +100,12 @@ class Actor {
   // Ends this actor once the current handler returns; its destructor runs then and events still
   // queued for it are reported undelivered. Calling it twice is harmless.
   void PassAway() { passed_away_ = true; }
+
+  // Suspends this actor once the current handler returns: its events are held, in order, until
+  // as many EvResume (ActorSystem::Resume) as suspends arrive. Same as receiving EvSuspend now.
+  void Suspend();
+  // Returns how many resumes this actor still needs (0 when it is not suspended).
+  uint32_t SuspendCount() const;
 
   // Default for events a state function does not handle: EvPoison ends the actor; any other event
   // is dropped (logged at debug level).
@@ -148,6 +155,9 @@ class Actor {
   ActorId self_;
   Actor* next_in_mailbox_ = nullptr;
   internal::Mailbox* mailbox_ = nullptr;
+  // Allocated by the first suspend, freed by the destructor (owned; a raw pointer because the
+  // type is internal). The runtime's dispatch only checks it for null.
+  internal::Suspension* suspension_ = nullptr;
   bool passed_away_ = false;
   bool bootstrapped_ = false;
 };

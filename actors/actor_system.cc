@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/actor_system.h"
 
+#include "absl/strings/str_cat.h"
+
 #include "actors/config.h"
+#include "actors/events.h"
 #include "actors/internal/driver.h"
 #include "actors/internal/remote_router.h"
 #include "actors/internal/runtime.h"
@@ -76,6 +79,40 @@ TimerCookie ActorSystem::Schedule(absl::Duration delay, EventHandlePtr handle) {
   return runtime_->Schedule(delay, std::move(handle));
 }
 
+namespace {
+
+// Checks that `actor` names a local actor (suspend and resume do not cross nodes).
+absl::Status CheckSuspendable(const ActorId& actor, NodeId node, const char* what) {
+  if (actor.IsEmpty() || actor.IsService()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", actor.ToString(), " is not an actor id"));
+  }
+  if (actor.node_id() != 0 && actor.node_id() != node) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", actor.ToString(),
+                                                   " lives on another node (suspend and resume "
+                                                   "are local)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ActorSystem::Suspend(const ActorId& actor) {
+  if (absl::Status s = CheckSuspendable(actor, node_id(), "Suspend"); !s.ok()) {
+    return s;
+  }
+  Send(actor, std::make_unique<EvSuspend>());
+  return absl::OkStatus();
+}
+
+absl::Status ActorSystem::Resume(const ActorId& actor) {
+  if (absl::Status s = CheckSuspendable(actor, node_id(), "Resume"); !s.ok()) {
+    return s;
+  }
+  Send(actor, std::make_unique<EvResume>());
+  return absl::OkStatus();
+}
+
 absl::Status ActorSystem::RegisterService(const ActorId& service, const ActorId& actor) {
   return runtime_->services().Register(service, actor);
 }
@@ -103,9 +140,22 @@ ActorSystemCounters ActorSystem::Counters() const {
   for (size_t i = 0; i < runtime_->pool_count(); ++i) {
     const internal::ExecutorPool& pool = runtime_->pool(i);
     const internal::PoolStats stats = pool.Stats();
-    counters.pools.push_back(PoolCounters{pool.settings().name, pool.settings().threads,
-                                          stats.events, stats.activations, stats.budget_preemptions,
-                                          stats.parks, pool.QueueLength()});
+    PoolCounters& out = counters.pools.emplace_back();
+    out.name = pool.settings().name;
+    out.threads = pool.settings().threads;
+    out.events = stats.events;
+    out.activations = stats.activations;
+    out.budget_preemptions = stats.budget_preemptions;
+    out.parks = stats.parks;
+    out.parked_time = stats.parked_time;
+    out.busy_time = stats.busy_time;
+    out.cpu_time = stats.cpu_time;
+    out.steals = stats.steals;
+    out.queue_length = pool.QueueLength();
+    out.stuck_reports = stats.stuck_reports;
+    for (const internal::WorkerStats& worker : stats.workers) {
+      out.workers.push_back(WorkerCounters{worker.events, worker.activations, worker.steals});
+    }
   }
   return counters;
 }

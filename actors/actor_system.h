@@ -47,15 +47,37 @@ absl::StatusOr<std::unique_ptr<ActorSystem>> CreateDrivenSystem(
     const proto::ActorSystemConfig& config, Driver* driver, uint64_t first_local_id);
 }  // namespace internal
 
-// Counters of one executor pool.
+// Counters of one worker thread of a pool.
+struct WorkerCounters {
+  uint64_t events = 0;
+  uint64_t activations = 0;
+  // Mailboxes this worker took from other workers' local queues.
+  uint64_t steals = 0;
+};
+
+// Counters of one executor pool, summed over its workers.
 struct PoolCounters {
   std::string name;
   uint32_t threads = 0;
+  // Events handled and mailbox activations (one activation handles up to the event budget).
   uint64_t events = 0;
   uint64_t activations = 0;
+  // Activations cut short by the event or time budget (the mailbox went to the back of the queue).
   uint64_t budget_preemptions = 0;
+  // Times a worker parked on its semaphore, and how long workers were parked in total.
   uint64_t parks = 0;
+  absl::Duration parked_time;
+  // Worker time since start not spent looking for work (spinning or parked), summed over workers.
+  absl::Duration busy_time;
+  // CPU time of the pool's threads (idle spinning included).
+  absl::Duration cpu_time;
+  // Mailboxes taken from another worker's local queue.
+  uint64_t steals = 0;
+  // Ready mailboxes waiting (shared queue plus the workers' local queues).
   int64_t queue_length = 0;
+  // Handlers reported stuck for longer than the pool's `stuck_threshold_ms`.
+  uint64_t stuck_reports = 0;
+  std::vector<WorkerCounters> workers;
 };
 
 // Counters of the whole node.
@@ -102,6 +124,14 @@ class ActorSystem {
 
   // Delivers `handle` after `delay` (at most one scheduler resolution late, never early).
   TimerCookie Schedule(absl::Duration delay, EventHandlePtr handle);
+
+  // Suspends the local actor `actor` (sends it EvSuspend): once the actor reaches this request in
+  // its mailbox, its events are held, in arrival order, not handled. Suspends nest: n suspends
+  // need n resumes. kInvalidArgument for an empty, service or remote id.
+  absl::Status Suspend(const ActorId& actor);
+  // Undoes one Suspend (sends EvResume); the last one handles the held events, in order, before
+  // newer ones. A resume of an actor that is not suspended is logged and ignored.
+  absl::Status Resume(const ActorId& actor);
 
   // -- services ---------------------------------------------------------------------------------
 

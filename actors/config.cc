@@ -194,6 +194,13 @@ absl::Status ValidateConfig(const proto::ActorSystemConfig& config) {
       return FieldError(absl::StrCat(field, ".default_mailbox"),
                         absl::StrCat("unknown mailbox kind ", pool.default_mailbox()));
     }
+    if (pool.has_stuck_threshold_ms()) {
+      if (absl::Status s = CheckRange<uint64_t>(absl::StrCat(field, ".stuck_threshold_ms"),
+                                                pool.stuck_threshold_ms(), 0, 3'600'000);
+          !s.ok()) {
+        return s;
+      }
+    }
   }
   if (config.pools_size() > static_cast<int>(ActorId::kMaxPool) + 1) {
     return FieldError("pools", absl::StrCat("at most ", ActorId::kMaxPool + 1, " pools"));
@@ -265,6 +272,12 @@ proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
     }
     if (pool.default_mailbox() == proto::MAILBOX_KIND_UNSPECIFIED) {
       pool.set_default_mailbox(proto::MAILBOX_KIND_LOCK_FREE);
+    }
+    if (!pool.has_fair()) {
+      pool.set_fair(false);
+    }
+    if (!pool.has_stuck_threshold_ms()) {
+      pool.set_stuck_threshold_ms(1000);
     }
   }
   if (full.default_pool().empty()) {

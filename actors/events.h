@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// System events (event space 0): Bootstrap, Poison, Wakeup, Undelivered.
+// System events (event space 0): Bootstrap, Poison, Wakeup, Undelivered, Suspend, Resume.
 //
 // - `EvBootstrap` is the first event of every actor; the runtime turns it into a call to
 //   `Actor::Bootstrap()`, no state function sees it.
@@ -9,6 +9,11 @@
 // - `EvWakeup{tag}` is what `Actor::ScheduleWakeup` delivers.
 // - `EvUndelivered{reason, source_type, cookie, unsure}` goes back to a sender that asked for
 //   `kTrackDelivery` when its event could not be delivered; `cookie` is the lost event's cookie.
+// - `EvSuspend` and `EvResume` suspend and resume the recipient (ActorSystem::Suspend): the runtime
+//   handles them, no state function sees them. While an actor is suspended its other events are
+//   held in arrival order, not handled; n suspends need n resumes, and the last resume handles the
+//   held events, in order, before anything newer. They are local events (not sent across nodes).
+//   In a kPriority mailbox they are system events and so overtake queued ordinary events.
 //
 // Thread-safety: value types; thread-compatible.
 #pragma once
@@ -28,6 +33,8 @@ enum SystemEventType : EventType {
   kEvPoison,
   kEvWakeup,
   kEvUndelivered,
+  kEvSuspend,
+  kEvResume,
   kEvSystemEnd,
 };
 static_assert(InEventSpace(kEvSystemEnd - 1, kSystemEventSpace), "system events overflow");
@@ -63,6 +70,9 @@ struct EvWakeup final : EventLocal<EvWakeup, kEvWakeup> {
   explicit EvWakeup(uint64_t tag_value = 0) : tag(tag_value) {}
   uint64_t tag;
 };
+
+struct EvSuspend final : EventLocal<EvSuspend, kEvSuspend> {};
+struct EvResume final : EventLocal<EvResume, kEvResume> {};
 
 // Plain fields for handlers; it crosses nodes as proto::Undelivered (a sender on another node
 // must learn about its lost event too).

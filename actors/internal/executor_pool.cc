@@ -2,7 +2,9 @@
 #include "actors/internal/executor_pool.h"
 
 #include <pthread.h>
+#include <time.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -17,11 +19,12 @@ thread_local WorkerContext* tls_worker = nullptr;
 
 // Adds to a counter only the owning worker writes; relaxed load+store (no read-modify-write), the
 // atomic only makes concurrent reads by Stats() well-defined.
-inline void AddOwned(std::atomic<uint64_t>& counter, uint64_t n) {
+template <typename T>
+inline void AddOwned(std::atomic<T>& counter, T n) {
   counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-// xorshift64: plenty for picking places and budgets; `state` must not be zero.
+// xorshift64: plenty for picking places, victims and budgets; `state` must not be zero.
 inline uint64_t NextRandom(uint64_t& state) {
   state ^= state << 13;
   state ^= state >> 7;
@@ -30,6 +33,27 @@ inline uint64_t NextRandom(uint64_t& state) {
 }
 
 inline uint64_t NonZeroSeed(uint64_t seed) { return seed == 0 ? 0x9e3779b97f4a7c15ULL : seed; }
+
+// Returns the CPU time of the thread whose clock is `clock`, or -1.
+int64_t ThreadCpuNanos(clockid_t clock) {
+  timespec cpu{};
+  if (clock_gettime(clock, &cpu) != 0) {
+    return -1;
+  }
+  return static_cast<int64_t>(cpu.tv_sec) * 1'000'000'000 + cpu.tv_nsec;
+}
+
+inline int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Min-heap order for fair mode: less run time first, then earlier arrival.
+template <typename Entry>
+bool FairAfter(const Entry& a, const Entry& b) {
+  return a.run_time_ns != b.run_time_ns ? a.run_time_ns > b.run_time_ns : a.arrival > b.arrival;
+}
 
 }  // namespace
 
@@ -46,13 +70,17 @@ ExecutorPool::~ExecutorPool() { Stop(); }
 void ExecutorPool::Start() {
   contexts_.reserve(settings_.threads);
   threads_.reserve(settings_.threads);
+  const int64_t now = SteadyNanos();
   for (uint32_t i = 0; i < settings_.threads; ++i) {
     contexts_.push_back(std::make_unique<WorkerContext>());
-    contexts_.back()->pool = this;
-    contexts_.back()->shuffle_state = NonZeroSeed(settings_.shuffle_seed + i + 1);
+    WorkerContext* context = contexts_.back().get();
+    context->pool = this;
+    context->index = i;
+    context->random_state = NonZeroSeed(settings_.shuffle_seed + i + 1);
+    context->start_ns = now;
   }
   for (uint32_t i = 0; i < settings_.threads; ++i) {
-    threads_.emplace_back([this, i] { WorkerLoop(contexts_[i].get(), i); });
+    threads_.emplace_back([this, i] { WorkerLoop(contexts_[i].get()); });
   }
 }
 
@@ -66,13 +94,13 @@ void ExecutorPool::Stop() {
     thread.join();
   }
   threads_.clear();
-  // Mailboxes left queued or in run-next slots need nothing here: the runtime frees their events
-  // by walking the mailbox table.
+  // Mailboxes left queued, in local queues or in run-next slots need nothing here: the runtime
+  // frees their events by walking the mailbox table.
 }
 
 void ExecutorPool::Schedule(Mailbox* mailbox) {
-  if (settings_.shuffle) [[unlikely]] {
-    EnqueueShuffled(mailbox);
+  if (settings_.shuffle || settings_.fair) [[unlikely]] {
+    Enqueue(mailbox);
     WakeOne();
     return;
   }
@@ -81,18 +109,8 @@ void ExecutorPool::Schedule(Mailbox* mailbox) {
       !stopping_.load(std::memory_order_relaxed)) {
     Mailbox* displaced = context->run_next;
     context->run_next = mailbox;
-    if (displaced == nullptr) {
-      return;
-    }
-    displaced->next_ready = nullptr;
-    if (context->deferred_tail == nullptr) {
-      context->deferred_head = displaced;
-    } else {
-      context->deferred_tail->next_ready = displaced;
-    }
-    context->deferred_tail = displaced;
-    if (++context->deferred_count >= kMaxDeferred) {
-      FlushDeferred(context);
+    if (displaced != nullptr) {
+      PushLocal(context, displaced);
     }
     return;
   }
@@ -100,14 +118,20 @@ void ExecutorPool::Schedule(Mailbox* mailbox) {
   WakeOne();
 }
 
-void ExecutorPool::FlushDeferred(WorkerContext* context) {
-  if (context->deferred_head == nullptr) {
+void ExecutorPool::PushLocal(WorkerContext* context, Mailbox* mailbox) {
+  context->pushed_local = true;
+  if (context->local.Push(mailbox)) [[likely]] {
+    // A parked worker is woken to steal it when the activation ends (one wake-up per activation,
+    // not per mailbox), or by the watchdog if the handler blocks before that.
     return;
   }
-  EnqueueList(context->deferred_head, context->deferred_tail, context->deferred_count);
-  context->deferred_head = nullptr;
-  context->deferred_tail = nullptr;
-  context->deferred_count = 0;
+  // Full: half of the ring and `mailbox` go to the shared queue in one batch.
+  std::array<Mailbox*, LocalRunQueue::kCapacity / 2> batch;
+  const uint32_t n = context->local.StealHalf(batch.data());
+  for (uint32_t i = 0; i < n; ++i) {
+    batch[i]->next_ready = i + 1 < n ? batch[i + 1] : mailbox;
+  }
+  EnqueueList(n > 0 ? batch[0] : mailbox, mailbox, n + 1);
   WakeOne();
 }
 
@@ -124,6 +148,16 @@ void ExecutorPool::EnqueueList(Mailbox* first, Mailbox* last, uint32_t count) {
   }
   // seq_cst: published before WakeOne reads sleepers_ (pairs with the worker's park sequence).
   queued_.fetch_add(count, std::memory_order_seq_cst);
+}
+
+void ExecutorPool::EnqueueFair(Mailbox* mailbox) {
+  {
+    troupe::MutexLock lock(&mu_);
+    fair_heap_.push_back(FairEntry{mailbox->run_time_ns(), fair_arrivals_++, mailbox});
+    std::push_heap(fair_heap_.begin(), fair_heap_.end(), FairAfter<FairEntry>);
+  }
+  // seq_cst: as in EnqueueList.
+  queued_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 void ExecutorPool::EnqueueShuffled(Mailbox* mailbox) {
@@ -163,16 +197,75 @@ Mailbox* ExecutorPool::Dequeue() {
     return nullptr;
   }
   troupe::MutexLock lock(&mu_);
-  Mailbox* mailbox = head_;
-  if (mailbox == nullptr) {
-    return nullptr;
-  }
-  head_ = mailbox->next_ready;
-  if (head_ == nullptr) {
-    tail_ = nullptr;
+  Mailbox* mailbox = nullptr;
+  if (settings_.fair) [[unlikely]] {
+    if (fair_heap_.empty()) {
+      return nullptr;
+    }
+    std::pop_heap(fair_heap_.begin(), fair_heap_.end(), FairAfter<FairEntry>);
+    mailbox = fair_heap_.back().mailbox;
+    fair_heap_.pop_back();
+  } else {
+    mailbox = head_;
+    if (mailbox == nullptr) {
+      return nullptr;
+    }
+    head_ = mailbox->next_ready;
+    if (head_ == nullptr) {
+      tail_ = nullptr;
+    }
   }
   queued_.fetch_sub(1, std::memory_order_relaxed);
   return mailbox;
+}
+
+Mailbox* ExecutorPool::Steal(WorkerContext* context) {
+  const auto workers = static_cast<uint32_t>(contexts_.size());
+  if (workers < 2) {
+    return nullptr;
+  }
+  std::array<Mailbox*, LocalRunQueue::kCapacity / 2> batch;
+  const auto start = static_cast<uint32_t>(NextRandom(context->random_state) % workers);
+  for (uint32_t i = 0; i < workers; ++i) {
+    WorkerContext* victim = contexts_[(start + i) % workers].get();
+    if (victim == context) {
+      continue;
+    }
+    const uint32_t n = victim->local.StealHalf(batch.data());
+    if (n == 0) {
+      continue;
+    }
+    AddOwned<uint64_t>(context->steals, n);
+    // Our own queue is empty (we only steal then), so the rest fits.
+    for (uint32_t k = 1; k < n; ++k) {
+      context->local.Push(batch[k]);
+    }
+    if (n > 1 && sleepers_.load(std::memory_order_relaxed) > 0) {
+      WakeOne();  // more than we can run at once: let the next idle worker steal from us
+    }
+    return batch[0];
+  }
+  return nullptr;
+}
+
+bool ExecutorPool::HasWork(const WorkerContext* context) const {
+  if (queued_.load(std::memory_order_seq_cst) > 0) {
+    return true;
+  }
+  for (const auto& other : contexts_) {
+    if (other.get() != context && other->local.Size() > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t ExecutorPool::QueueLength() const {
+  int64_t length = queued_.load(std::memory_order_relaxed);
+  for (const auto& context : contexts_) {
+    length += context->local.Size();
+  }
+  return length;
 }
 
 bool ExecutorPool::TryCancelSleep() {
@@ -192,87 +285,123 @@ void ExecutorPool::WakeOne() {
   }
 }
 
-void ExecutorPool::WorkerLoop(WorkerContext* context, uint32_t worker) {
+void ExecutorPool::Kick(uint32_t worker) {
+  if (worker < contexts_.size() && contexts_[worker]->local.Size() > 0) {
+    WakeOne();
+  }
+}
+
+Mailbox* ExecutorPool::Next(WorkerContext* context) {
+  ++context->tick;
+  if (context->run_next != nullptr) {
+    if (context->streak < kMaxRunNextStreak ||
+        (queued_.load(std::memory_order_relaxed) <= 0 && context->local.Size() == 0)) {
+      Mailbox* mailbox = context->run_next;
+      context->run_next = nullptr;
+      ++context->streak;
+      return mailbox;
+    }
+    // The streak ran out while other work waits: the slot's occupant queues behind it.
+    PushLocal(context, context->run_next);
+    context->run_next = nullptr;
+  }
+  context->streak = 0;
+  Mailbox* mailbox = nullptr;
+  // Now and then the shared queue goes first, so that busy local queues cannot starve it.
+  if (context->tick % kSharedCheckInterval == 0) {
+    mailbox = Dequeue();
+  }
+  if (mailbox == nullptr) {
+    mailbox = context->local.Pop();
+  }
+  if (mailbox == nullptr) {
+    mailbox = Dequeue();
+    // A batch publish wakes one worker; each worker that finds more behind what it took wakes
+    // the next, so a burst reaches every parked worker without a wake-up per mailbox.
+    if (mailbox != nullptr && queued_.load(std::memory_order_relaxed) > 0) {
+      WakeOne();
+    }
+  }
+  if (mailbox == nullptr) {
+    mailbox = Steal(context);
+  }
+  return mailbox;
+}
+
+void ExecutorPool::Idle(WorkerContext* context) {
+  const int64_t idle_start = SteadyNanos();
+  context->idle_since_ns.store(idle_start, std::memory_order_relaxed);
+  const int64_t spin_until = idle_start + absl::ToInt64Nanoseconds(settings_.spin_time);
+  bool found = false;
+  int64_t now = idle_start;
+  while (now < spin_until) {
+    if (HasWork(context) || stopping_.load(std::memory_order_relaxed)) {
+      found = true;
+      break;
+    }
+    for (int i = 0; i < 16; ++i) {
+      CpuRelax();
+    }
+    now = SteadyNanos();
+  }
+  if (!found) {
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if ((HasWork(context) || stopping_.load(std::memory_order_seq_cst)) && TryCancelSleep()) {
+      // Work arrived while we registered: run it instead of parking.
+    } else {
+      // Either nothing is there, or a producer already took our sleeper slot and owes us a
+      // token: consume it.
+      AddOwned<uint64_t>(context->parks, 1);
+      const int64_t park_start = SteadyNanos();
+      wake_.acquire();
+      now = SteadyNanos();
+      AddOwned<int64_t>(context->parked_ns, now - park_start);
+    }
+    now = SteadyNanos();
+  }
+  AddOwned<int64_t>(context->idle_ns, now - idle_start);
+  context->idle_since_ns.store(0, std::memory_order_relaxed);
+}
+
+void ExecutorPool::WorkerLoop(WorkerContext* context) {
   tls_worker = context;
-  const std::string thread_name = absl::StrCat(settings_.name.substr(0, 9), ":", worker);
+  if (clockid_t clock = 0; pthread_getcpuclockid(pthread_self(), &clock) == 0) {
+    context->cpu_clock.store(clock, std::memory_order_relaxed);
+    context->cpu_clock_set.store(true, std::memory_order_release);
+  }
+  const std::string thread_name = absl::StrCat(settings_.name.substr(0, 9), ":", context->index);
   pthread_setname_np(pthread_self(), thread_name.c_str());
-  const auto spin = absl::ToChronoNanoseconds(settings_.spin_time);
-  uint32_t streak = 0;
   while (true) {
     // Checked before taking work: with actors that keep each other busy the queue never empties,
     // and Stop must still return after one activation per worker.
     if (stopping_.load(std::memory_order_acquire)) {
       break;
     }
-    Mailbox* mailbox = nullptr;
-    if (context->run_next != nullptr &&
-        (streak < kMaxRunNextStreak || queued_.load(std::memory_order_relaxed) <= 0)) {
-      mailbox = context->run_next;
-      context->run_next = nullptr;
-      ++streak;
-    } else {
-      mailbox = Dequeue();
-      if (mailbox != nullptr) {
-        streak = 0;
-        // A batch publish wakes one worker; each worker that finds more behind what it took wakes
-        // the next, so a burst reaches every parked worker without a wake-up per mailbox.
-        if (queued_.load(std::memory_order_relaxed) > 0) {
-          WakeOne();
-        }
-        if (context->run_next != nullptr) {
-          // The streak ran out: let the slot occupant queue behind what waited.
-          Enqueue(context->run_next);
-          context->run_next = nullptr;
-        }
-      } else if (context->run_next != nullptr) {
-        mailbox = context->run_next;
-        context->run_next = nullptr;
-      }
-    }
-    if (mailbox != nullptr) {
+    if (Mailbox* mailbox = Next(context); mailbox != nullptr) {
       Run(context, mailbox);
       continue;
     }
-    // Spin, then park.
-    const auto spin_until = std::chrono::steady_clock::now() + spin;
-    bool found = false;
-    while (std::chrono::steady_clock::now() < spin_until) {
-      if (queued_.load(std::memory_order_relaxed) > 0 ||
-          stopping_.load(std::memory_order_relaxed)) {
-        found = true;
-        break;
-      }
-      for (int i = 0; i < 16; ++i) {
-        CpuRelax();
-      }
-    }
-    if (found) {
-      continue;
-    }
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if (queued_.load(std::memory_order_seq_cst) > 0 || stopping_.load(std::memory_order_seq_cst)) {
-      if (TryCancelSleep()) {
-        continue;
-      }
-      // A producer already took our sleeper slot and owes us a token: consume it.
-    }
-    AddOwned(context->parks, 1);
-    wake_.acquire();
+    Idle(context);
   }
+  context->exit_cpu_ns.store(ThreadCpuNanos(CLOCK_THREAD_CPUTIME_ID), std::memory_order_release);
   tls_worker = nullptr;
 }
 
 void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   context->current = mailbox;
-  AddOwned(context->activations, 1);
-  // The clock is first read at the 8th event: most activations handle a few events and never
-  // pay for it. The time budget is therefore measured from the 8th event on.
+  AddOwned<uint64_t>(context->activations, 1);
+  const bool timed = settings_.fair;
+  // Outside fair mode the clock is first read at the 8th event: most activations handle a few
+  // events and never pay for it; the time budget is then measured from the 8th event on.
   std::chrono::steady_clock::time_point start;
+  if (timed) [[unlikely]] {
+    start = std::chrono::steady_clock::now();
+  }
   const auto max_time = absl::ToChronoNanoseconds(settings_.max_time);
   uint32_t handled = 0;
   uint32_t max_events = settings_.max_events;
   if (settings_.shuffle) [[unlikely]] {
-    max_events = 1 + static_cast<uint32_t>(NextRandom(context->shuffle_state) % max_events);
+    max_events = 1 + static_cast<uint32_t>(NextRandom(context->random_state) % max_events);
   }
   bool retried = false;
   MailboxNode* cursor = mailbox->cursor();
@@ -280,8 +409,16 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
     EventHandle* ev = mailbox->Pop(cursor);
     if (ev == nullptr) {
       mailbox->set_cursor(cursor);
+      if (timed) [[unlikely]] {
+        // Charged before the mailbox may pass to another worker.
+        mailbox->add_run_time_ns(static_cast<uint64_t>(
+            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()));
+      }
       if (mailbox->TryIdle()) {
         break;
+      }
+      if (timed) [[unlikely]] {
+        start = std::chrono::steady_clock::now();
       }
       // We own the mailbox again, but between our kIdle store and our CAS another worker may have
       // run it and moved the cursor (it wrote the cursor back before its own kIdle store, which
@@ -297,10 +434,18 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       continue;
     }
     retried = false;
-    runtime_->Dispatch(mailbox, EventHandlePtr(ev));
+    if (handled > 0 && context->run_next != nullptr) {
+      // The activation goes on after a handler activated a mailbox: that one is not the next to
+      // run after all, so let an idle worker have it.
+      PushLocal(context, context->run_next);
+      context->run_next = nullptr;
+    }
+    runtime_->Dispatch(mailbox, EventHandlePtr(ev), &context->trace);
     ++handled;
     bool over_time = false;
-    if ((handled & 7) == 0) {
+    if (timed) [[unlikely]] {
+      over_time = std::chrono::steady_clock::now() - start >= max_time;
+    } else if ((handled & 7) == 0) {
       const auto now = std::chrono::steady_clock::now();
       if (handled == 8) {
         start = now;
@@ -309,27 +454,69 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       }
     }
     if (handled >= max_events || over_time) {
-      AddOwned(context->budget_preemptions, 1);
+      AddOwned<uint64_t>(context->budget_preemptions, 1);
       mailbox->set_cursor(cursor);
-      // To the back of the queue. No wake-up: this worker dequeues again right away, and waking
-      // a parked one only to hand it this mailbox would move a lone busy actor between cores.
+      if (timed) [[unlikely]] {
+        mailbox->add_run_time_ns(static_cast<uint64_t>(
+            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()));
+      }
+      // To the back of the shared queue, behind everything that waited there. No wake-up: this
+      // worker dequeues again right away, and waking a parked one only to hand it this mailbox
+      // would move a lone busy actor between cores.
       Enqueue(mailbox);
       break;
     }
   }
-  FlushDeferred(context);
-  AddOwned(context->events, handled);
+  AddOwned<uint64_t>(context->events, handled);
   context->current = nullptr;
+  if (context->pushed_local) {
+    context->pushed_local = false;
+    // Pairs with the seq_cst sleeper registration in Idle: either we see the sleeper or it sees
+    // our local queue.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (context->local.Size() > 0) {
+      WakeOne();
+    }
+  }
 }
 
 PoolStats ExecutorPool::Stats() const {
   PoolStats stats;
+  const int64_t now = SteadyNanos();
+  int64_t busy_ns = 0;
+  int64_t parked_ns = 0;
+  int64_t cpu_ns = 0;
   for (const auto& context : contexts_) {
-    stats.events += context->events.load(std::memory_order_relaxed);
-    stats.activations += context->activations.load(std::memory_order_relaxed);
+    WorkerStats worker;
+    worker.events = context->events.load(std::memory_order_relaxed);
+    worker.activations = context->activations.load(std::memory_order_relaxed);
+    worker.steals = context->steals.load(std::memory_order_relaxed);
+    stats.events += worker.events;
+    stats.activations += worker.activations;
+    stats.steals += worker.steals;
     stats.budget_preemptions += context->budget_preemptions.load(std::memory_order_relaxed);
     stats.parks += context->parks.load(std::memory_order_relaxed);
+    stats.workers.push_back(worker);
+    const int64_t idle_since = context->idle_since_ns.load(std::memory_order_relaxed);
+    const int64_t idle = context->idle_ns.load(std::memory_order_relaxed) +
+                         (idle_since != 0 ? std::max<int64_t>(0, now - idle_since) : 0);
+    busy_ns += std::max<int64_t>(0, now - context->start_ns - idle);
+    parked_ns += context->parked_ns.load(std::memory_order_relaxed);
+    // A worker that exited left its total; a live one's clock is read now (the read fails
+    // harmlessly if the thread exits meanwhile, and the total is read again).
+    int64_t cpu = context->exit_cpu_ns.load(std::memory_order_acquire);
+    if (cpu < 0 && context->cpu_clock_set.load(std::memory_order_acquire)) {
+      cpu = ThreadCpuNanos(context->cpu_clock.load(std::memory_order_relaxed));
+      if (cpu < 0) {
+        cpu = context->exit_cpu_ns.load(std::memory_order_acquire);
+      }
+    }
+    cpu_ns += std::max<int64_t>(0, cpu);
   }
+  stats.busy_time = absl::Nanoseconds(busy_ns);
+  stats.parked_time = absl::Nanoseconds(parked_ns);
+  stats.cpu_time = absl::Nanoseconds(cpu_ns);
+  stats.stuck_reports = stuck_reports_.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -2,40 +2,64 @@
 //
 // A named pool of worker threads that run ready mailboxes.
 //
-// Ready queue: an intrusive FIFO of mailboxes under a mutex, plus one "run next" slot per worker:
-// a mailbox that a worker's handler activates goes to that worker's slot and runs right after the
-// current activation, on the same thread (a ping-pong pair stays on one core). The displaced
-// slot occupant joins a per-worker batch that reaches the shared queue in one lock and one
-// wake-up when the activation ends (or every kMaxDeferred mailboxes). After kMaxRunNextStreak
-// consecutive slot runs a worker takes from the shared queue first, so a pair cannot starve queued
-// mailboxes.
+// Where a ready mailbox waits (normal mode):
+//   - run-next slot, one per worker: a mailbox that a worker's handler activates goes to that
+//     worker's slot and runs right after the current activation, on the same thread, when the
+//     handler's event was the last of its activation (send-then-finish: a ping-pong pair or a
+//     token ring stays on one core). If the current activation goes on to handle another event,
+//     the slot's occupant moves to the local queue, where an idle worker can steal it.
+//   - local queue, one per worker: a bounded ring (LocalRunQueue) that its owner pushes to and
+//     pops from (FIFO) and that other workers steal half of. A mailbox displaced from the slot
+//     goes there; when the ring is full, half of it moves to the shared queue.
+//   - shared queue: a mutex FIFO for activations from outside the pool, budget preemptions and
+//     local-queue overflow.
+// A worker takes, in order: its slot (at most kMaxRunNextStreak times in a row while other work
+// waits), every kSharedCheckInterval-th turn the shared queue, its local queue, the shared queue,
+// then half of another worker's local queue; then it spins for `spin_time` and parks.
 //
 // Budgets: one activation handles at most `max_events` events and runs at most `max_time`; then
-// the mailbox goes to the back of the shared queue.
+// the mailbox goes to the back of the shared queue, behind every mailbox that waited there.
+//
+// Fair mode (PoolSettings::fair): every ready mailbox goes to a shared min-heap keyed by the
+// mailbox's accumulated run time (ties in arrival order); no slot, no local queues. Each
+// activation reads the clock twice to add to that time.
 //
 // Shuffle (a debug aid, see proto ShuffleConfig): every activation goes through the shared queue
 // at a random place among its first kShuffleWindow entries, and each activation's event budget is
 // drawn at random, so ready mailboxes run in an order no code should depend on.
 //
-// Idle workers spin for `spin_time`, then park on a semaphore and use no CPU. A worker publishes
-// itself as a sleeper (seq_cst) before re-checking the queue; a producer publishes work (seq_cst)
-// before reading the sleeper count, so a wake-up is never lost. A batch publish wakes one worker;
-// a worker that dequeues and still sees work wakes the next (chained wake-up).
+// Parking: a worker publishes itself as a sleeper (seq_cst) before re-checking the shared queue
+// and every local queue; a producer publishes work (a seq_cst operation or fence) before reading
+// the sleeper count, so a wake-up is never lost. A producer wakes one worker per batch; a worker
+// that takes work and still sees more wakes the next (chained wake-up). A handler that pushes to
+// its local queue and then blocks is covered by the runtime's watchdog, which wakes a parked
+// worker (Kick) to steal that work.
 //
-// Thread-safety: Schedule is thread-safe; Start/Stop are called by the owning runtime only.
+// Handler trace: around each handler the worker records the actor, its type and the event in its
+// HandlerTrace (a seqlock: odd sequence = inside a handler); the watchdog reads it to report
+// handlers stuck for longer than the pool's threshold.
+//
+// Thread-safety: Schedule, Stats, QueueLength, Kick and the traces are thread-safe; Start/Stop are
+// called by the owning runtime only.
 #pragma once
 
+#include <pthread.h>
+#include <time.h>
+
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <semaphore>
 #include <string>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 
+#include "actors/actor_id.h"
 #include "actors/internal/mailbox.h"
 #include "actors/sync.h"
 
@@ -50,9 +74,21 @@ struct PoolSettings {
   absl::Duration spin_time = absl::Microseconds(20);
   uint32_t max_events = 100;
   absl::Duration max_time = absl::Milliseconds(10);
+  // Least accumulated run time first (see the file comment).
+  bool fair = false;
+  // Handlers running longer are reported stuck; zero turns the report off.
+  absl::Duration stuck_threshold = absl::Seconds(1);
   // Random ready order (debug aid); the seed makes each pool's choices reproducible on one thread.
   bool shuffle = false;
   uint64_t shuffle_seed = 0;
+};
+
+// Counters of one worker.
+struct WorkerStats {
+  uint64_t events = 0;
+  uint64_t activations = 0;
+  // Mailboxes this worker took from other workers' local queues.
+  uint64_t steals = 0;
 };
 
 // Counters of one pool, summed over its workers; read without stopping the pool.
@@ -61,25 +97,145 @@ struct PoolStats {
   uint64_t activations = 0;
   uint64_t budget_preemptions = 0;
   uint64_t parks = 0;
+  uint64_t steals = 0;
+  // Worker time not spent looking for work (spinning or parked), since Start.
+  absl::Duration busy_time;
+  absl::Duration parked_time;
+  // CPU time the workers' threads used (idle spinning included).
+  absl::Duration cpu_time;
+  uint64_t stuck_reports = 0;
+  std::vector<WorkerStats> workers;
+};
+
+// Single-producer, multi-consumer bounded FIFO of mailboxes: the owner pushes and pops, other
+// workers steal half. Head and tail grow forever (uint32 wrap-around is harmless: only
+// differences are used).
+class LocalRunQueue {
+ public:
+  static constexpr uint32_t kCapacity = 256;
+
+  // Owner only. False when full.
+  bool Push(Mailbox* mailbox) {
+    // acquire: a thief's slot reads (before its head CAS) happen before we overwrite the slot.
+    const uint32_t head = head_.load(std::memory_order_acquire);
+    const uint32_t tail = tail_.load(std::memory_order_relaxed);
+    if (tail - head >= kCapacity) {
+      return false;
+    }
+    slots_[tail % kCapacity].store(mailbox, std::memory_order_relaxed);
+    // release: a thief that sees the new tail sees the slot and the mailbox's contents.
+    tail_.store(tail + 1, std::memory_order_release);
+    return true;
+  }
+  // Owner only.
+  Mailbox* Pop() {
+    uint32_t head = head_.load(std::memory_order_acquire);
+    while (true) {
+      const uint32_t tail = tail_.load(std::memory_order_relaxed);
+      if (tail == head) {
+        return nullptr;
+      }
+      Mailbox* mailbox = slots_[head % kCapacity].load(std::memory_order_relaxed);
+      if (head_.compare_exchange_weak(head, head + 1, std::memory_order_acq_rel)) {
+        return mailbox;
+      }
+    }
+  }
+  // Any thread: moves up to half (rounded up) of the queued mailboxes to `out` (room for
+  // kCapacity / 2) and returns how many.
+  uint32_t StealHalf(Mailbox** out) {
+    while (true) {
+      uint32_t head = head_.load(std::memory_order_acquire);
+      const uint32_t tail = tail_.load(std::memory_order_acquire);
+      uint32_t n = tail - head;
+      n -= n / 2;
+      if (n == 0) {
+        return 0;
+      }
+      if (n > kCapacity / 2) {
+        continue;  // head and tail read at different times; read again
+      }
+      for (uint32_t i = 0; i < n; ++i) {
+        out[i] = slots_[(head + i) % kCapacity].load(std::memory_order_relaxed);
+      }
+      if (head_.compare_exchange_weak(head, head + n, std::memory_order_acq_rel)) {
+        return n;
+      }
+    }
+  }
+  // Any thread; seq_cst so that a parking worker's check pairs with the producer's fence.
+  uint32_t Size() const {
+    const uint32_t head = head_.load(std::memory_order_seq_cst);
+    return tail_.load(std::memory_order_seq_cst) - head;
+  }
+
+ private:
+  alignas(64) std::atomic<uint32_t> head_{0};
+  alignas(64) std::atomic<uint32_t> tail_{0};
+  std::array<std::atomic<Mailbox*>, kCapacity> slots_{};
+};
+
+// What a worker is handling, for the watchdog. Written by the worker (seqlock), read by others.
+struct HandlerTrace {
+  // Odd while inside a handler.
+  std::atomic<uint64_t> sequence{0};
+  // The actor's id as its raw words: local id, and hint << 32 | node word.
+  std::atomic<uint64_t> local_id{0};
+  std::atomic<uint64_t> hint_node{0};
+  std::atomic<uint32_t> event_type{0};
+  std::atomic<const std::type_info*> actor_type{nullptr};
+
+  void Begin(const ActorId& actor, uint32_t type, const std::type_info* actor_class) {
+    local_id.store(actor.local_id(), std::memory_order_relaxed);
+    hint_node.store(static_cast<uint64_t>(actor.hint()) << 32 | actor.node_word(),
+                    std::memory_order_relaxed);
+    event_type.store(type, std::memory_order_relaxed);
+    actor_type.store(actor_class, std::memory_order_relaxed);
+    // release: a reader that sees the odd value sees the fields above.
+    sequence.store(sequence.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+  void End() {
+    sequence.store(sequence.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    // The next Begin's field stores must not become visible before this even value.
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  ActorId actor() const {
+    const uint64_t hn = hint_node.load(std::memory_order_relaxed);
+    return ActorId::FromRaw(local_id.load(std::memory_order_relaxed),
+                            static_cast<uint32_t>(hn >> 32), static_cast<uint32_t>(hn));
+  }
 };
 
 // Per-thread state of the worker running on this thread (null on other threads).
 struct WorkerContext {
   ExecutorPool* pool = nullptr;
+  uint32_t index = 0;
   Mailbox* run_next = nullptr;
   Mailbox* current = nullptr;
-  // Mailboxes this worker activated while its run-next slot was taken, published to the shared
-  // queue in one batch (one lock, one wake-up) when the activation ends or the batch fills.
-  Mailbox* deferred_head = nullptr;
-  Mailbox* deferred_tail = nullptr;
-  uint32_t deferred_count = 0;
-  // Shuffle mode only: this worker's generator for random budgets (xorshift64, never zero).
-  uint64_t shuffle_state = 1;
+  // Set when this activation pushed to the local queue: the activation's end wakes a sleeper.
+  bool pushed_local = false;
+  uint32_t streak = 0;
+  uint64_t tick = 0;
+  // Steal victims and shuffle budgets (xorshift64, never zero).
+  uint64_t random_state = 1;
+  LocalRunQueue local;
+  HandlerTrace trace;
   // Counters are written by the owning worker only; atomics so readers on other threads are safe.
-  std::atomic<uint64_t> events{0};
+  alignas(64) std::atomic<uint64_t> events{0};
   std::atomic<uint64_t> activations{0};
   std::atomic<uint64_t> budget_preemptions{0};
   std::atomic<uint64_t> parks{0};
+  std::atomic<uint64_t> steals{0};
+  std::atomic<int64_t> idle_ns{0};
+  std::atomic<int64_t> parked_ns{0};
+  // Steady-clock nanoseconds since when the worker has been looking for work; 0 while busy.
+  std::atomic<int64_t> idle_since_ns{0};
+  int64_t start_ns = 0;
+  // The thread's CPU clock, published by the worker when it starts; its CPU time is kept when it
+  // exits (-1 until then), since a dead thread's clock cannot be read.
+  std::atomic<clockid_t> cpu_clock{0};
+  std::atomic<bool> cpu_clock_set{false};
+  std::atomic<int64_t> exit_cpu_ns{-1};
 };
 
 // Returns the context of the worker running on the calling thread, or nullptr.
@@ -88,7 +244,7 @@ WorkerContext* CurrentWorker();
 class ExecutorPool {
  public:
   static constexpr uint32_t kMaxRunNextStreak = 16;
-  static constexpr uint32_t kMaxDeferred = 64;
+  static constexpr uint32_t kSharedCheckInterval = 61;
   static constexpr uint32_t kShuffleWindow = 64;
 
   ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settings);
@@ -110,11 +266,22 @@ class ExecutorPool {
   const PoolSettings& settings() const { return settings_; }
   uint32_t index() const { return index_; }
   PoolStats Stats() const;
-  // Returns the number of mailboxes waiting in the shared queue.
-  int64_t QueueLength() const { return queued_.load(std::memory_order_relaxed); }
+  // Returns the number of mailboxes waiting in the shared queue and the local queues.
+  int64_t QueueLength() const;
+
+  // -- for the watchdog ---------------------------------------------------------------------------
+
+  uint32_t worker_count() const { return static_cast<uint32_t>(contexts_.size()); }
+  const HandlerTrace& trace(uint32_t worker) const { return contexts_[worker]->trace; }
+  void CountStuckReport() { stuck_reports_.fetch_add(1, std::memory_order_relaxed); }
+  // Wakes a parked worker when `worker` has mailboxes waiting in its local queue (it is inside a
+  // long handler and cannot hand them out itself).
+  void Kick(uint32_t worker);
 
  private:
-  void WorkerLoop(WorkerContext* context, uint32_t worker);
+  void WorkerLoop(WorkerContext* context);
+  // Returns the next mailbox for `context` to run, or nullptr when there is none.
+  Mailbox* Next(WorkerContext* context);
   // Runs one activation of `mailbox` within the budget.
   void Run(WorkerContext* context, Mailbox* mailbox);
   void Enqueue(Mailbox* mailbox) {
@@ -122,16 +289,28 @@ class ExecutorPool {
       EnqueueShuffled(mailbox);
       return;
     }
+    if (settings_.fair) [[unlikely]] {
+      EnqueueFair(mailbox);
+      return;
+    }
     EnqueueList(mailbox, mailbox, 1);
   }
   // Inserts `mailbox` at a random place among the first kShuffleWindow queued ones (or last).
   void EnqueueShuffled(Mailbox* mailbox);
+  void EnqueueFair(Mailbox* mailbox);
   // Appends the chain first..last (linked through next_ready) of `count` mailboxes.
   void EnqueueList(Mailbox* first, Mailbox* last, uint32_t count);
-  void FlushDeferred(WorkerContext* context);
+  // Pushes to the worker's local queue; when it is full, half of it and `mailbox` go to the
+  // shared queue.
+  void PushLocal(WorkerContext* context, Mailbox* mailbox);
   Mailbox* Dequeue();
+  Mailbox* Steal(WorkerContext* context);
+  // True when the shared queue or another worker's local queue holds a mailbox.
+  bool HasWork(const WorkerContext* context) const;
   void WakeOne();
   bool TryCancelSleep();
+  // Spins, then parks; returns when there may be work (or the pool stops).
+  void Idle(WorkerContext* context);
 
   Runtime* const runtime_;
   const uint32_t index_;
@@ -140,11 +319,21 @@ class ExecutorPool {
   troupe::Mutex mu_;
   Mailbox* head_ ABSL_GUARDED_BY(mu_) = nullptr;
   Mailbox* tail_ ABSL_GUARDED_BY(mu_) = nullptr;
-  // Mirrors the queue length for lock-free "is there work" checks (seq_cst, see header comment).
+  // Fair mode: a min-heap of (run time, arrival) under mu_.
+  struct FairEntry {
+    uint64_t run_time_ns;
+    uint64_t arrival;
+    Mailbox* mailbox;
+  };
+  std::vector<FairEntry> fair_heap_ ABSL_GUARDED_BY(mu_);
+  uint64_t fair_arrivals_ ABSL_GUARDED_BY(mu_) = 0;
+  // Mirrors the shared queue's length for lock-free "is there work" checks (seq_cst, see the file
+  // comment).
   std::atomic<int64_t> queued_{0};
   std::atomic<int32_t> sleepers_{0};
   std::counting_semaphore<> wake_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> stuck_reports_{0};
   uint64_t shuffle_state_ ABSL_GUARDED_BY(mu_);
 
   std::vector<std::unique_ptr<WorkerContext>> contexts_;

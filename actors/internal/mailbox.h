@@ -160,7 +160,12 @@ class alignas(64) Mailbox {
   Actor* first_actor() const { return actors_; }
 
   uint32_t pool() const { return pool_; }
-  void set_pool(uint32_t pool) { pool_ = pool; }
+  void set_pool(uint32_t pool) { pool_ = static_cast<uint16_t>(pool); }
+
+  // Run time accumulated by fair-mode pools, in nanoseconds (reader-owned).
+  uint64_t run_time_ns() const { return run_time_ns_; }
+  void add_run_time_ns(uint64_t ns) { run_time_ns_ += ns; }
+  void reset_run_time() { run_time_ns_ = 0; }
 
   // Link in the pool's ready queue; owned by the pool while the mailbox is queued there.
   Mailbox* next_ready = nullptr;
@@ -184,12 +189,14 @@ class alignas(64) Mailbox {
   // The kLockFree queue (unused by the other kinds).
   IntrusiveMpscQueue queue_;
   std::atomic<uint32_t> state_{kIdle};
-  uint32_t pool_ = 0;
+  // Pool indexes fit (ActorId::kMaxPool); 16 bits leave room for run_time_ns_ in the line.
+  uint16_t pool_ = 0;
+  MailboxKind kind_ = MailboxKind::kLockFree;
   // Intrusive list through Actor::next_in_mailbox_.
   Actor* actors_ = nullptr;
   // The queue of the other kinds: SimpleQueue, RevolvingQueue, HTSwapQueue or PriorityQueue.
   void* other_ = nullptr;
-  MailboxKind kind_ = MailboxKind::kLockFree;
+  uint64_t run_time_ns_ = 0;
 };
 
 static_assert(sizeof(Mailbox) == 64, "an idle mailbox of the default kind costs one cache line");

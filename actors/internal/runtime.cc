@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/internal/runtime.h"
 
+#include <cxxabi.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <optional>
@@ -48,6 +51,25 @@ std::optional<uint64_t> ShuffleSeed(const proto::ActorSystemConfig& config) {
 #endif
 }
 
+// Returns the readable name of a C++ type.
+std::string TypeName(const std::type_info* type) {
+  if (type == nullptr) {
+    return "?";
+  }
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(
+      abi::__cxa_demangle(type->name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && name != nullptr ? std::string(name.get()) : std::string(type->name());
+}
+
+// The watchdog's view of one worker.
+struct WorkerWatch {
+  // The handler sequence last seen (odd: inside a handler) and since when.
+  uint64_t sequence = 0;
+  absl::Time since;
+  bool reported = false;
+};
+
 // The config's enum and the public one share their numbers.
 static_assert(static_cast<int>(MailboxKind::kLockFree) == proto::MAILBOX_KIND_LOCK_FREE);
 static_assert(static_cast<int>(MailboxKind::kSimple) == proto::MAILBOX_KIND_SIMPLE);
@@ -79,6 +101,8 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
     settings.spin_time = absl::Microseconds(static_cast<int64_t>(pool.spin_time_us()));
     settings.max_events = pool.max_events_per_activation();
     settings.max_time = absl::Microseconds(static_cast<int64_t>(pool.max_activation_time_us()));
+    settings.fair = pool.fair();
+    settings.stuck_threshold = absl::Milliseconds(static_cast<int64_t>(pool.stuck_threshold_ms()));
     settings.shuffle = shuffle_seed.has_value();
     settings.shuffle_seed = shuffle_seed.value_or(0) + static_cast<uint64_t>(i) * 0x10001;
     pools_.push_back(std::make_unique<ExecutorPool>(this, static_cast<uint32_t>(i), settings));
@@ -103,6 +127,12 @@ void Runtime::Start() {
     pool->Start();
   }
   scheduler_->Start();
+  const bool watched = std::any_of(pools_.begin(), pools_.end(), [](const auto& pool) {
+    return pool->settings().stuck_threshold > absl::ZeroDuration();
+  });
+  if (watched) {
+    watchdog_ = std::thread([this] { WatchdogLoop(); });
+  }
 }
 
 void Runtime::Stop() {
@@ -114,6 +144,13 @@ void Runtime::Stop() {
   }
   if (stopped_.exchange(true, std::memory_order_acq_rel)) {
     return;
+  }
+  if (watchdog_.joinable()) {
+    {
+      troupe::MutexLock lock(&watchdog_mu_);
+      watchdog_stop_ = true;
+    }
+    watchdog_.join();
   }
   scheduler_->Stop();
   for (auto& pool : pools_) {
@@ -215,13 +252,28 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
                               << "): " << ev->ToString();
 }
 
-void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev) {
+void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace) {
   Actor* actor = mailbox->FindActor(ev->recipient().local_id());
   if (actor == nullptr) {
     Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
     return;
   }
+  static_assert(kEvResume == kEvSuspend + 1);
+  if (ev->type() - kEvSuspend <= 1 || actor->suspension_ != nullptr) [[unlikely]] {
+    DispatchSuspendable(mailbox, actor, std::move(ev), trace);
+    return;
+  }
+  Handle(actor, ev, trace);
+  if (actor->passed_away_) {
+    Destroy(mailbox, actor);
+  }
+}
+
+void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
   const EventType type = ev->type();
+  if (trace != nullptr) {
+    trace->Begin(actor->self_, type, &typeid(*actor));
+  }
   try {
     if (type == kEvBootstrap && !actor->bootstrapped_) {
       actor->bootstrapped_ = true;
@@ -241,6 +293,41 @@ void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev) {
         actor->self_.ToString(), type);
     failed_actors_.fetch_add(1, std::memory_order_relaxed);
     actor->passed_away_ = true;
+  }
+  if (trace != nullptr) {
+    trace->End();
+  }
+}
+
+void Runtime::DispatchSuspendable(Mailbox* mailbox, Actor* actor, EventHandlePtr ev,
+                                  HandlerTrace* trace) {
+  const EventType type = ev->type();
+  if (type == kEvSuspend) {
+    actor->Suspend();
+    return;
+  }
+  Suspension* suspension = actor->suspension_;
+  if (type == kEvResume) {
+    if (suspension == nullptr || suspension->count == 0) {
+      TROUPE_LOG(kWarn, kActors) << "actor " << actor->self_
+                                 << " got a resume but is not suspended; ignored";
+      return;
+    }
+    if (--suspension->count > 0) {
+      return;
+    }
+    // The held events are older than anything still queued: handle them now, in order, unless a
+    // handler suspends the actor again or ends it.
+    while (suspension->count == 0 && !suspension->held.empty() && !actor->passed_away_) {
+      EventHandlePtr held = std::move(suspension->held.front());
+      suspension->held.pop_front();
+      Handle(actor, held, trace);
+    }
+  } else if (suspension->count > 0) {
+    suspension->held.push_back(std::move(ev));
+    return;
+  } else {
+    Handle(actor, ev, trace);
   }
   if (actor->passed_away_) {
     Destroy(mailbox, actor);
@@ -289,6 +376,7 @@ ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& o
     return {};
   }
   mailbox->set_pool(pool);
+  mailbox->reset_run_time();
   Actor* raw = actor.release();
   Attach(mailbox, raw, pool, hint);
   const ActorId self = raw->self_;
@@ -309,12 +397,100 @@ ActorId Runtime::RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> ac
 
 void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
   const uint32_t hint = actor->self_.hint();
+  if (actor->suspension_ != nullptr) {
+    // Held events are reported as if they had still been queued.
+    std::deque<EventHandlePtr> held = std::move(actor->suspension_->held);
+    for (EventHandlePtr& ev : held) {
+      Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
+    }
+  }
   mailbox->DetachActor(actor);
   delete actor;
   if (!mailbox->HasActors()) {
     // Events still queued reach Dispatch, find no actor and are reported undelivered; the mailbox
     // stays kScheduled until this worker lets it go, so Allocate cannot reuse it before that.
     mailboxes_.Free(hint);
+  }
+}
+
+void Runtime::WatchdogLoop() {
+  absl::Duration shortest = absl::InfiniteDuration();
+  for (const auto& pool : pools_) {
+    if (pool->settings().stuck_threshold > absl::ZeroDuration()) {
+      shortest = std::min(shortest, pool->settings().stuck_threshold);
+    }
+  }
+  // Ticks come every 1-10 ms while handlers run (a stuck worker's local queue is handed out that
+  // soon) and back off to 100 ms while the node is idle.
+  const absl::Duration busy_tick =
+      std::clamp(shortest / 4, absl::Milliseconds(1), absl::Milliseconds(10));
+  const absl::Duration idle_tick = std::max(busy_tick, absl::Milliseconds(100));
+  absl::Duration tick = busy_tick;
+  std::vector<std::vector<WorkerWatch>> watches(pools_.size());
+  std::vector<bool> starved(pools_.size(), false);
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    watches[p].resize(pools_[p]->worker_count());
+  }
+  troupe::MutexLock lock(&watchdog_mu_);
+  while (!watchdog_mu_.AwaitWithDeadline(absl::Condition(&watchdog_stop_), absl::Now() + tick)) {
+    const absl::Time now = absl::Now();
+    bool busy = false;
+    for (size_t p = 0; p < pools_.size(); ++p) {
+      ExecutorPool& pool = *pools_[p];
+      const absl::Duration threshold = pool.settings().stuck_threshold;
+      uint32_t stuck = 0;
+      for (uint32_t w = 0; w < pool.worker_count(); ++w) {
+        WorkerWatch& watch = watches[p][w];
+        const HandlerTrace& trace = pool.trace(w);
+        // acquire: pairs with the release in HandlerTrace::Begin.
+        const uint64_t sequence = trace.sequence.load(std::memory_order_acquire);
+        busy = busy || sequence != watch.sequence || (sequence & 1) != 0;
+        if (sequence != watch.sequence || (sequence & 1) == 0) {
+          if (watch.reported) {
+            TROUPE_LOG(kWarn, kActors)
+                << "pool " << pool.settings().name << " worker " << w
+                << ": the stuck handler returned after at least "
+                << absl::FormatDuration(absl::Trunc(now - watch.since, absl::Milliseconds(1)));
+          }
+          watch = WorkerWatch{sequence, now, false};
+          continue;
+        }
+        // In the same handler for a whole tick: what it queued locally goes to idle workers.
+        pool.Kick(w);
+        if (threshold <= absl::ZeroDuration() || now - watch.since < threshold) {
+          continue;
+        }
+        ++stuck;
+        if (watch.reported) {
+          continue;
+        }
+        const ActorId actor = trace.actor();
+        const uint32_t type = trace.event_type.load(std::memory_order_relaxed);
+        const std::type_info* actor_type = trace.actor_type.load(std::memory_order_relaxed);
+        // Seqlock: the fields belong to this handler only if the sequence did not move.
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (trace.sequence.load(std::memory_order_relaxed) != sequence) {
+          continue;
+        }
+        watch.reported = true;
+        pool.CountStuckReport();
+        TROUPE_LOG(kWarn, kActors) << absl::StrFormat(
+            "stuck actor %s (%s) has been handling event 0x%08x for at least %s on pool %s "
+            "worker %u",
+            actor.ToString(), TypeName(actor_type), type,
+            absl::FormatDuration(absl::Trunc(now - watch.since, absl::Milliseconds(1))),
+            pool.settings().name, w);
+      }
+      const bool all_stuck = stuck > 0 && stuck == pool.worker_count();
+      if (all_stuck && !starved[p]) {
+        TROUPE_LOG(kError, kActors)
+            << "pool " << pool.settings().name << " is starved: all " << pool.worker_count()
+            << " workers have been inside handlers for more than "
+            << absl::FormatDuration(threshold) << "; its other actors wait";
+      }
+      starved[p] = all_stuck;
+    }
+    tick = busy ? busy_tick : std::min(tick * 2, idle_tick);
   }
 }
 

@@ -18,8 +18,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,6 +43,13 @@ class ActorSystem;
 }
 
 namespace troupe::internal {
+
+// An actor's suspension (Actor::suspension_): how many resumes it needs and the events held
+// meanwhile, oldest first.
+struct Suspension {
+  uint32_t count = 0;
+  std::deque<EventHandlePtr> held;
+};
 
 class Runtime {
  public:
@@ -76,8 +85,9 @@ class Runtime {
   // unknown (a session died with it in flight): it is reported to a sender that tracked it or
   // asked for kGenerateUnsureUndelivered.
   void Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool unsure = false);
-  // Hands `ev` to its actor in `mailbox` (the reader owning the mailbox only).
-  void Dispatch(Mailbox* mailbox, EventHandlePtr ev);
+  // Hands `ev` to its actor in `mailbox` (the reader owning the mailbox only). A worker passes its
+  // trace, which records the handler it is in for the watchdog.
+  void Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace = nullptr);
   TimerCookie Schedule(absl::Duration delay, EventHandlePtr ev) {
     if (driver_ != nullptr) {
       return driver_->Schedule(this, delay, std::move(ev));
@@ -128,7 +138,14 @@ class Runtime {
     pools_[mailbox->pool()]->Schedule(mailbox);
   }
   void Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hint);
+  // Runs `actor`'s handler for `ev` (Bootstrap included), catching what it throws.
+  void Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace);
+  // Dispatch for EvSuspend, EvResume and the events of an actor that has been suspended.
+  void DispatchSuspendable(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, HandlerTrace* trace);
   void Destroy(Mailbox* mailbox, Actor* actor);
+  // Reports handlers stuck past their pool's threshold; wakes workers to take work a stuck worker
+  // holds. Runs on its own thread while any pool has a threshold.
+  void WatchdogLoop();
   void FreeAllQueued();
 
   ActorSystem* const system_;
@@ -142,6 +159,9 @@ class Runtime {
   ServiceTable services_;
   std::vector<std::unique_ptr<ExecutorPool>> pools_;
   std::unique_ptr<Scheduler> scheduler_;
+  troupe::Mutex watchdog_mu_;
+  bool watchdog_stop_ ABSL_GUARDED_BY(watchdog_mu_) = false;
+  std::thread watchdog_;
   // Starts at the wall clock in nanoseconds, so ids of a restarted node do not collide with the
   // old incarnation's (that would need more than one registration per nanosecond). A driver
   // chooses the start instead.
