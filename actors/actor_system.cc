@@ -135,7 +135,7 @@ ActorSystemCounters ActorSystem::Counters() const {
   ActorSystemCounters counters;
   counters.dropped_events = runtime_->dropped_events();
   counters.failed_actors = runtime_->failed_actors();
-  counters.live_mailboxes = runtime_->mailboxes().LiveCount();
+  counters.live_mailboxes = runtime_->LiveMailboxes();
   counters.pending_timers = runtime_->PendingTimers();
   for (size_t i = 0; i < runtime_->pool_count(); ++i) {
     const internal::ExecutorPool& pool = runtime_->pool(i);

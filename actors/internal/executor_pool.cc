@@ -75,6 +75,7 @@ void ExecutorPool::Start() {
     contexts_.push_back(std::make_unique<WorkerContext>());
     WorkerContext* context = contexts_.back().get();
     context->pool = this;
+    context->runtime = runtime_;
     context->index = i;
     context->random_state = NonZeroSeed(settings_.shuffle_seed + i + 1);
     context->start_ns = now;
@@ -268,6 +269,15 @@ int64_t ExecutorPool::QueueLength() const {
   return length;
 }
 
+int64_t ExecutorPool::LiveMailboxesInCaches() const {
+  int64_t live = 0;
+  for (const auto& context : contexts_) {
+    // acquire: pairs with the release in MailboxTable's Free.
+    live += context->hints.live.load(std::memory_order_acquire);
+  }
+  return live;
+}
+
 bool ExecutorPool::TryCancelSleep() {
   int32_t sleepers = sleepers_.load(std::memory_order_seq_cst);
   while (sleepers > 0) {
@@ -301,9 +311,11 @@ Mailbox* ExecutorPool::Next(WorkerContext* context) {
       ++context->streak;
       return mailbox;
     }
-    // The streak ran out while other work waits: the slot's occupant queues behind it.
+    // The streak ran out while other work waits: the slot's occupant queues behind it, and the
+    // shared queue goes first (the local queue may hold nothing but that occupant).
     PushLocal(context, context->run_next);
     context->run_next = nullptr;
+    context->tick = 0;
   }
   context->streak = 0;
   Mailbox* mailbox = nullptr;
@@ -434,12 +446,6 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       continue;
     }
     retried = false;
-    if (handled > 0 && context->run_next != nullptr) {
-      // The activation goes on after a handler activated a mailbox: that one is not the next to
-      // run after all, so let an idle worker have it.
-      PushLocal(context, context->run_next);
-      context->run_next = nullptr;
-    }
     runtime_->Dispatch(mailbox, EventHandlePtr(ev), &context->trace);
     ++handled;
     bool over_time = false;
@@ -461,8 +467,9 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
             std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()));
       }
       // To the back of the shared queue, behind everything that waited there. No wake-up: this
-      // worker dequeues again right away, and waking a parked one only to hand it this mailbox
-      // would move a lone busy actor between cores.
+      // worker dequeues again soon, and waking a parked one only to hand it this mailbox would
+      // move a lone busy actor between cores (a worker that dequeues and still sees work queued
+      // wakes the next one, so a backlog does spread).
       Enqueue(mailbox);
       break;
     }

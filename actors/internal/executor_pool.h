@@ -4,13 +4,14 @@
 //
 // Where a ready mailbox waits (normal mode):
 //   - run-next slot, one per worker: a mailbox that a worker's handler activates goes to that
-//     worker's slot and runs right after the current activation, on the same thread, when the
-//     handler's event was the last of its activation (send-then-finish: a ping-pong pair or a
-//     token ring stays on one core). If the current activation goes on to handle another event,
-//     the slot's occupant moves to the local queue, where an idle worker can steal it.
+//     worker's slot and runs right after the current activation, on the same thread (a ping-pong
+//     pair, a token ring or a fan-in's acknowledgements stay on one core, with no wake-up). The
+//     slot is the worker's own: it waits at most one activation budget and is never stolen (a
+//     handler that blocks holds it up, as the stuck-handler report says).
 //   - local queue, one per worker: a bounded ring (LocalRunQueue) that its owner pushes to and
-//     pops from (FIFO) and that other workers steal half of. A mailbox displaced from the slot
-//     goes there; when the ring is full, half of it moves to the shared queue.
+//     pops from (FIFO) and that other workers steal half of. A mailbox displaced from the slot by
+//     a newer activation goes there (a fan-out spreads); when the ring is full, half of it moves
+//     to the shared queue.
 //   - shared queue: a mutex FIFO for activations from outside the pool, budget preemptions and
 //     local-queue overflow.
 // A worker takes, in order: its slot (at most kMaxRunNextStreak times in a row while other work
@@ -61,6 +62,7 @@
 
 #include "actors/actor_id.h"
 #include "actors/internal/mailbox.h"
+#include "actors/internal/mailbox_table.h"
 #include "actors/sync.h"
 
 namespace troupe::internal {
@@ -209,6 +211,9 @@ struct HandlerTrace {
 // Per-thread state of the worker running on this thread (null on other threads).
 struct WorkerContext {
   ExecutorPool* pool = nullptr;
+  Runtime* runtime = nullptr;
+  // Freed mailbox hints this worker reuses first (see MailboxTable).
+  MailboxTable::HintCache hints;
   uint32_t index = 0;
   Mailbox* run_next = nullptr;
   Mailbox* current = nullptr;
@@ -268,6 +273,8 @@ class ExecutorPool {
   PoolStats Stats() const;
   // Returns the number of mailboxes waiting in the shared queue and the local queues.
   int64_t QueueLength() const;
+  // Returns the workers' share of the mailbox table's live count (see MailboxTable::HintCache).
+  int64_t LiveMailboxesInCaches() const;
 
   // -- for the watchdog ---------------------------------------------------------------------------
 

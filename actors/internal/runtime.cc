@@ -2,6 +2,7 @@
 #include "actors/internal/runtime.h"
 
 #include <cxxabi.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -369,7 +370,7 @@ ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& o
   if (stopped()) {
     return {};
   }
-  auto [mailbox, hint] = mailboxes_.Allocate(kind);
+  auto [mailbox, hint] = mailboxes_.Allocate(kind, WorkerHints());
   if (mailbox == nullptr) {
     TROUPE_LOG(kError, kActors) << "Register: mailbox table is full (" << config_.max_mailboxes()
                                 << " mailboxes; raise max_mailboxes); actor not registered";
@@ -409,11 +410,12 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
   if (!mailbox->HasActors()) {
     // Events still queued reach Dispatch, find no actor and are reported undelivered; the mailbox
     // stays kScheduled until this worker lets it go, so Allocate cannot reuse it before that.
-    mailboxes_.Free(hint);
+    mailboxes_.Free(hint, WorkerHints());
   }
 }
 
 void Runtime::WatchdogLoop() {
+  pthread_setname_np(pthread_self(), "watchdog");
   absl::Duration shortest = absl::InfiniteDuration();
   for (const auto& pool : pools_) {
     if (pool->settings().stuck_threshold > absl::ZeroDuration()) {

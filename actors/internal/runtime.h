@@ -16,6 +16,7 @@
 // Thread-safety: thread-safe, except Dispatch (called by the worker owning the mailbox).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -118,6 +119,14 @@ class Runtime {
   ServiceTable& services() { return services_; }
   const ServiceTable& services() const { return services_; }
   const MailboxTable& mailboxes() const { return mailboxes_; }
+  // Returns the number of mailboxes with actors.
+  uint64_t LiveMailboxes() const {
+    int64_t live = mailboxes_.LiveCountOutsideCaches();
+    for (const auto& pool : pools_) {
+      live += pool->LiveMailboxesInCaches();
+    }
+    return static_cast<uint64_t>(std::max<int64_t>(0, live));
+  }
   size_t pool_count() const { return pools_.size(); }
   const ExecutorPool& pool(size_t index) const { return *pools_[index]; }
   absl::StatusOr<uint32_t> PoolIndex(std::string_view name) const;
@@ -136,6 +145,11 @@ class Runtime {
       return;
     }
     pools_[mailbox->pool()]->Schedule(mailbox);
+  }
+  // The calling worker's hint cache when it is a worker of this node, else null.
+  MailboxTable::HintCache* WorkerHints() {
+    WorkerContext* worker = CurrentWorker();
+    return worker != nullptr && worker->runtime == this ? &worker->hints : nullptr;
   }
   void Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hint);
   // Runs `actor`'s handler for `ev` (Bootstrap included), catching what it throws.

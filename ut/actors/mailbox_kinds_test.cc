@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -20,6 +21,7 @@
 #include "actors/events.h"
 #include "actors/mailbox_kind.h"
 #include "actors/sync.h"
+#include "proto/config.pb.h"
 #include "ut/actors/test_util.h"
 
 namespace troupe {
@@ -189,12 +191,55 @@ TEST_P(MailboxKindSystemTest, SeveralActorsShareOneMailbox) {
   EXPECT_EQ(overlaps.load(), 0) << "two actors of one mailbox ran at once";
 }
 
+// Registers a Recorder (on the kind under test) for each EvValue{i} into `inboxes[i]` and
+// publishes its id in `ids[i]`. Running on the worker that freed a mailbox, it gets that worker's
+// cached free hints (MailboxTable::HintCache), as a spawning actor would.
+class Spawner : public Actor {
+ public:
+  struct Shared {
+    std::vector<std::unique_ptr<Inbox>> inboxes;
+    troupe::Mutex mu;
+    std::vector<ActorId> ids ABSL_GUARDED_BY(mu);
+  };
+  Spawner(Shared* shared, RegisterOptions options)
+      : Actor(&Spawner::StateWork), shared_(shared), options_(options) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvValue) {
+      Unhandled(ev);
+      return;
+    }
+    const uint64_t i = ev->Get<EvValue>()->value;
+    const ActorId id = Register(std::make_unique<Recorder>(shared_->inboxes[i].get()), options_);
+    troupe::MutexLock lock(&shared_->mu);
+    shared_->ids[i] = id;
+  }
+
+  Shared* shared_;
+  RegisterOptions options_;
+};
+
 TEST_P(MailboxKindSystemTest, FreedMailboxNeverDeliversToALaterActor) {
-  auto system = testutil::MakeSystem();
+  // One User worker: the dead actor's mailbox goes to that worker's free hints, which the spawner,
+  // on the same worker, reuses first.
+  proto::ActorSystemConfig config = testutil::SmallConfig();
+  config.mutable_pools(1)->set_threads(1);
+  auto system = testutil::MakeSystem(config);
   ASSERT_NE(system, nullptr);
   Inbox sender_inbox;
   const ActorId sender = system->Register(std::make_unique<Recorder>(&sender_inbox));
-  // Kill the first actor, then register until a new actor lands on its mailbox (the freed mailbox
+  constexpr size_t kMaxCandidates = 2000;
+  Spawner::Shared shared;
+  for (size_t i = 0; i < kMaxCandidates; ++i) {
+    shared.inboxes.push_back(std::make_unique<Inbox>());
+  }
+  {
+    troupe::MutexLock lock(&shared.mu);
+    shared.ids.resize(kMaxCandidates);
+  }
+  const ActorId spawner = system->Register(std::make_unique<Spawner>(&shared, Options()));
+  // Kill the first actor, then spawn until a new actor lands on its mailbox (the freed mailbox
   // may still be finishing its last activation, so the first tries can get another one).
   troupe::Notification dead_destroyed;
   Inbox dead_inbox;
@@ -204,18 +249,23 @@ TEST_P(MailboxKindSystemTest, FreedMailboxNeverDeliversToALaterActor) {
   system->Send(dead, std::make_unique<EvPoison>());
   ASSERT_TRUE(dead_destroyed.WaitForNotificationWithTimeout(WaitTimeout()));
   // The candidates that got another mailbox stay alive: freeing them would put their hints ahead
-  // of the dead one in the free list. Between attempts the worker gets a millisecond to let the
-  // dead mailbox go (it may be preempted on this 2-core machine); bounded by WaitTimeout().
-  std::vector<std::unique_ptr<Inbox>> inboxes;
+  // of the dead one. Between attempts the worker gets a millisecond to let the dead mailbox go
+  // (it may be preempted on this 2-core machine); bounded by WaitTimeout() and kMaxCandidates.
   ActorId reuser;
+  size_t reuser_index = 0;
   const absl::Time deadline = absl::Now() + WaitTimeout();
-  while (!reuser && absl::Now() < deadline) {
-    inboxes.push_back(std::make_unique<Inbox>());
-    const ActorId candidate =
-        system->Register(std::make_unique<Recorder>(inboxes.back().get()), Options());
-    ASSERT_TRUE(candidate);
+  for (size_t i = 0; i < kMaxCandidates && !reuser && absl::Now() < deadline; ++i) {
+    system->Send(spawner, std::make_unique<EvValue>(i));
+    ActorId candidate;
+    ASSERT_TRUE(testutil::WaitUntil([&] {
+      troupe::MutexLock lock(&shared.mu);
+      candidate = shared.ids[i];
+      return static_cast<bool>(candidate);
+    })) << "the spawner did not register candidate "
+        << i;
     if (candidate.hint() == dead.hint()) {
       reuser = candidate;
+      reuser_index = i;
     } else {
       absl::SleepFor(absl::Milliseconds(1));
     }
@@ -229,8 +279,8 @@ TEST_P(MailboxKindSystemTest, FreedMailboxNeverDeliversToALaterActor) {
   }
   system->Send(reuser, std::make_unique<EvValue>(999));
   ASSERT_TRUE(sender_inbox.WaitForType(kEvUndelivered, kStale));
-  ASSERT_TRUE(inboxes.back()->WaitForType(kEvValue, 1));
-  const std::vector<testutil::Received> got = inboxes.back()->OfType(kEvValue);
+  ASSERT_TRUE(shared.inboxes[reuser_index]->WaitForType(kEvValue, 1));
+  const std::vector<testutil::Received> got = shared.inboxes[reuser_index]->OfType(kEvValue);
   ASSERT_EQ(got.size(), 1u) << "a stale event reached the later actor";
   EXPECT_EQ(got[0].value, 999u);
   for (const testutil::Received& r : sender_inbox.OfType(kEvUndelivered)) {
