@@ -63,6 +63,8 @@ ExecutorPool::ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settin
     : runtime_(runtime),
       index_(index),
       settings_(std::move(settings)),
+      max_time_(absl::ToChronoNanoseconds(settings_.max_time)),
+      spin_ns_(absl::ToInt64Nanoseconds(settings_.spin_time)),
       shuffle_state_(NonZeroSeed(settings_.shuffle_seed)) {}
 
 ExecutorPool::~ExecutorPool() { Stop(); }
@@ -343,7 +345,7 @@ Mailbox* ExecutorPool::Next(WorkerContext* context) {
 void ExecutorPool::Idle(WorkerContext* context) {
   const int64_t idle_start = SteadyNanos();
   context->idle_since_ns.store(idle_start, std::memory_order_relaxed);
-  const int64_t spin_until = idle_start + absl::ToInt64Nanoseconds(settings_.spin_time);
+  const int64_t spin_until = idle_start + spin_ns_;
   bool found = false;
   int64_t now = idle_start;
   while (now < spin_until) {
@@ -409,7 +411,6 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   if (timed) [[unlikely]] {
     start = std::chrono::steady_clock::now();
   }
-  const auto max_time = absl::ToChronoNanoseconds(settings_.max_time);
   uint32_t handled = 0;
   uint32_t max_events = settings_.max_events;
   if (settings_.shuffle) [[unlikely]] {
@@ -450,13 +451,13 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
     ++handled;
     bool over_time = false;
     if (timed) [[unlikely]] {
-      over_time = std::chrono::steady_clock::now() - start >= max_time;
+      over_time = std::chrono::steady_clock::now() - start >= max_time_;
     } else if ((handled & 7) == 0) {
       const auto now = std::chrono::steady_clock::now();
       if (handled == 8) {
         start = now;
       } else {
-        over_time = now - start >= max_time;
+        over_time = now - start >= max_time_;
       }
     }
     if (handled >= max_events || over_time) {

@@ -49,6 +49,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <semaphore>
@@ -322,6 +323,9 @@ class ExecutorPool {
   Runtime* const runtime_;
   const uint32_t index_;
   const PoolSettings settings_;
+  // settings_.max_time and spin_time, converted once (absl's conversions are out-of-line calls).
+  const std::chrono::nanoseconds max_time_;
+  const int64_t spin_ns_;
 
   troupe::Mutex mu_;
   Mailbox* head_ ABSL_GUARDED_BY(mu_) = nullptr;

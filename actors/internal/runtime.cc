@@ -202,8 +202,12 @@ void Runtime::RouteThroughRouter(EventHandlePtr ev) {
 }
 
 void Runtime::Deliver(EventHandlePtr ev) {
-  ActorId recipient = ev->recipient();
-  if (!IsLocal(recipient)) {
+  // Reads the recipient's words one by one, not as one 16-byte copy: a handler usually wrote the
+  // id just before (Forward, the EventHandle constructor) with two 8-byte stores, and a 16-byte
+  // load of them cannot be forwarded from the store buffer (it stalled every local send).
+  const uint32_t node_word = ev->recipient().node_word();
+  const NodeId node = node_word & ActorId::kMaxNode;
+  if (node != 0 && node != node_id_) {
     if (driver_ != nullptr) {
       driver_->RouteRemote(this, std::move(ev));
       return;
@@ -211,15 +215,17 @@ void Runtime::Deliver(EventHandlePtr ev) {
     RouteThroughRouter(std::move(ev));
     return;
   }
-  if (recipient.IsService()) {
-    recipient = services_.Lookup(recipient);
-    if (recipient.IsEmpty()) {
+  uint32_t hint = ev->recipient().hint();
+  if (ev->recipient().IsService()) [[unlikely]] {
+    const ActorId actor = services_.Lookup(ev->recipient());
+    if (actor.IsEmpty()) {
       Undeliverable(std::move(ev), UndeliveredReason::kUnknownService);
       return;
     }
-    ev->set_recipient(recipient);
+    ev->set_recipient(actor);
+    hint = actor.hint();
   }
-  Mailbox* mailbox = mailboxes_.Get(recipient.hint());
+  Mailbox* mailbox = mailboxes_.Get(hint);
   if (mailbox == nullptr) {
     Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
     return;
