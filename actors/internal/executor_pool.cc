@@ -2,10 +2,10 @@
 #include "actors/internal/executor_pool.h"
 
 #include <pthread.h>
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 
 #include "absl/strings/str_cat.h"
 
@@ -41,6 +41,12 @@ int64_t ThreadCpuNanos(clockid_t clock) {
     return -1;
   }
   return static_cast<int64_t>(cpu.tv_sec) * 1'000'000'000 + cpu.tv_nsec;
+}
+
+// Returns the nanoseconds since `start`.
+uint64_t NanosSince(std::chrono::steady_clock::time_point start) {
+  const std::chrono::nanoseconds elapsed = std::chrono::steady_clock::now() - start;
+  return static_cast<uint64_t>(elapsed.count());
 }
 
 inline int64_t SteadyNanos() {
@@ -128,13 +134,28 @@ void ExecutorPool::PushLocal(WorkerContext* context, Mailbox* mailbox) {
     // not per mailbox), or by the watchdog if the handler blocks before that.
     return;
   }
-  // Full: half of the ring and `mailbox` go to the shared queue in one batch.
-  std::array<Mailbox*, LocalRunQueue::kCapacity / 2> batch;
-  const uint32_t n = context->local.StealHalf(batch.data());
-  for (uint32_t i = 0; i < n; ++i) {
-    batch[i]->next_ready = i + 1 < n ? batch[i + 1] : mailbox;
+  // Full: half of the ring and `mailbox` go to the shared queue in one batch (oldest first).
+  Mailbox* first = nullptr;
+  Mailbox* last = nullptr;
+  uint32_t count = 0;
+  for (; count < LocalRunQueue::kCapacity / 2; ++count) {
+    Mailbox* oldest = context->local.Pop();
+    if (oldest == nullptr) {
+      break;
+    }
+    if (last == nullptr) {
+      first = oldest;
+    } else {
+      last->next_ready = oldest;
+    }
+    last = oldest;
   }
-  EnqueueList(n > 0 ? batch[0] : mailbox, mailbox, n + 1);
+  if (last == nullptr) {
+    first = mailbox;
+  } else {
+    last->next_ready = mailbox;
+  }
+  EnqueueList(first, mailbox, count + 1);
   WakeOne();
 }
 
@@ -227,26 +248,21 @@ Mailbox* ExecutorPool::Steal(WorkerContext* context) {
   if (workers < 2) {
     return nullptr;
   }
-  std::array<Mailbox*, LocalRunQueue::kCapacity / 2> batch;
   const auto start = static_cast<uint32_t>(NextRandom(context->random_state) % workers);
   for (uint32_t i = 0; i < workers; ++i) {
     WorkerContext* victim = contexts_[(start + i) % workers].get();
     if (victim == context) {
       continue;
     }
-    const uint32_t n = victim->local.StealHalf(batch.data());
+    const uint32_t n = victim->local.StealHalfInto(&context->local);
     if (n == 0) {
       continue;
     }
     AddOwned<uint64_t>(context->steals, n);
-    // Our own queue is empty (we only steal then), so the rest fits.
-    for (uint32_t k = 1; k < n; ++k) {
-      context->local.Push(batch[k]);
-    }
     if (n > 1 && sleepers_.load(std::memory_order_relaxed) > 0) {
       WakeOne();  // more than we can run at once: let the next idle worker steal from us
     }
-    return batch[0];
+    return context->local.Pop();
   }
   return nullptr;
 }
@@ -367,14 +383,18 @@ void ExecutorPool::Idle(WorkerContext* context) {
       // token: consume it.
       AddOwned<uint64_t>(context->parks, 1);
       const int64_t park_start = SteadyNanos();
+      context->parked_since_ns.store(park_start, std::memory_order_relaxed);
       wake_.acquire();
       now = SteadyNanos();
+      // The open period is closed before the total grows: a reader in between undercounts for a
+      // moment rather than counting the period twice.
+      context->parked_since_ns.store(0, std::memory_order_relaxed);
       AddOwned<int64_t>(context->parked_ns, now - park_start);
     }
     now = SteadyNanos();
   }
-  AddOwned<int64_t>(context->idle_ns, now - idle_start);
   context->idle_since_ns.store(0, std::memory_order_relaxed);
+  AddOwned<int64_t>(context->idle_ns, now - idle_start);
 }
 
 void ExecutorPool::WorkerLoop(WorkerContext* context) {
@@ -405,8 +425,9 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   context->current = mailbox;
   AddOwned<uint64_t>(context->activations, 1);
   const bool timed = settings_.fair;
-  // Outside fair mode the clock is first read at the 8th event: most activations handle a few
-  // events and never pay for it; the time budget is then measured from the 8th event on.
+  // Outside fair mode the clock is first read when a second event comes: activations of one
+  // event (a ping-pong hop) never pay for it, and the first event's own time goes unmeasured. The
+  // budget is then checked after the 2nd, the 4th and every 8th event.
   std::chrono::steady_clock::time_point start;
   if (timed) [[unlikely]] {
     start = std::chrono::steady_clock::now();
@@ -424,8 +445,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       mailbox->set_cursor(cursor);
       if (timed) [[unlikely]] {
         // Charged before the mailbox may pass to another worker.
-        mailbox->add_run_time_ns(static_cast<uint64_t>(
-            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()));
+        mailbox->add_run_time_ns(NanosSince(start));
       }
       if (mailbox->TryIdle()) {
         break;
@@ -447,25 +467,18 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       continue;
     }
     retried = false;
+    if (handled == 1 && !timed) {
+      start = std::chrono::steady_clock::now();
+    }
     runtime_->Dispatch(mailbox, EventHandlePtr(ev), &context->trace);
     ++handled;
-    bool over_time = false;
-    if (timed) [[unlikely]] {
-      over_time = std::chrono::steady_clock::now() - start >= max_time_;
-    } else if ((handled & 7) == 0) {
-      const auto now = std::chrono::steady_clock::now();
-      if (handled == 8) {
-        start = now;
-      } else {
-        over_time = now - start >= max_time_;
-      }
-    }
+    const bool check_time = timed || handled == 2 || handled == 4 || (handled & 7) == 0;
+    const bool over_time = check_time && std::chrono::steady_clock::now() - start >= max_time_;
     if (handled >= max_events || over_time) {
       AddOwned<uint64_t>(context->budget_preemptions, 1);
       mailbox->set_cursor(cursor);
       if (timed) [[unlikely]] {
-        mailbox->add_run_time_ns(static_cast<uint64_t>(
-            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()));
+        mailbox->add_run_time_ns(NanosSince(start));
       }
       // To the back of the shared queue, behind everything that waited there. No wake-up: this
       // worker dequeues again soon, and waking a parked one only to hand it this mailbox would
@@ -509,7 +522,9 @@ PoolStats ExecutorPool::Stats() const {
     const int64_t idle = context->idle_ns.load(std::memory_order_relaxed) +
                          (idle_since != 0 ? std::max<int64_t>(0, now - idle_since) : 0);
     busy_ns += std::max<int64_t>(0, now - context->start_ns - idle);
-    parked_ns += context->parked_ns.load(std::memory_order_relaxed);
+    const int64_t parked_since = context->parked_since_ns.load(std::memory_order_relaxed);
+    parked_ns += context->parked_ns.load(std::memory_order_relaxed) +
+                 (parked_since != 0 ? std::max<int64_t>(0, now - parked_since) : 0);
     // A worker that exited left its total; a live one's clock is read now (the read fails
     // harmlessly if the thread exits meanwhile, and the total is read again).
     int64_t cpu = context->exit_cpu_ns.load(std::memory_order_acquire);

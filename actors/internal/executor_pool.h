@@ -19,7 +19,9 @@
 // then half of another worker's local queue; then it spins for `spin_time` and parks.
 //
 // Budgets: one activation handles at most `max_events` events and runs at most `max_time`; then
-// the mailbox goes to the back of the shared queue, behind every mailbox that waited there.
+// the mailbox goes to the back of the shared queue, behind every mailbox that waited there. The
+// time is measured from the start of the second event (see Run), so a handler that runs longer
+// than the budget ends its activation after itself and one more event at most.
 //
 // Fair mode (PoolSettings::fair): every ready mailbox goes to a shared min-heap keyed by the
 // mailbox's accumulated run time (ties in arrival order); no slot, no local queues. Each
@@ -45,12 +47,12 @@
 #pragma once
 
 #include <pthread.h>
-#include <time.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <semaphore>
 #include <string>
@@ -144,9 +146,10 @@ class LocalRunQueue {
       }
     }
   }
-  // Any thread: moves up to half (rounded up) of the queued mailboxes to `out` (room for
-  // kCapacity / 2) and returns how many.
-  uint32_t StealHalf(Mailbox** out) {
+  // Called by the owner of `thief`, an empty queue (never by this queue's owner): moves up to half
+  // (rounded up) of this queue's mailboxes to `thief` and returns how many.
+  uint32_t StealHalfInto(LocalRunQueue* thief) {
+    const uint32_t thief_tail = thief->tail_.load(std::memory_order_relaxed);
     while (true) {
       uint32_t head = head_.load(std::memory_order_acquire);
       const uint32_t tail = tail_.load(std::memory_order_acquire);
@@ -158,10 +161,14 @@ class LocalRunQueue {
       if (n > kCapacity / 2) {
         continue;  // head and tail read at different times; read again
       }
+      // Copied into the thief's slots beyond its tail, invisible until the tail moves.
       for (uint32_t i = 0; i < n; ++i) {
-        out[i] = slots_[(head + i) % kCapacity].load(std::memory_order_relaxed);
+        thief->slots_[(thief_tail + i) % kCapacity].store(
+            slots_[(head + i) % kCapacity].load(std::memory_order_relaxed),
+            std::memory_order_relaxed);
       }
       if (head_.compare_exchange_weak(head, head + n, std::memory_order_acq_rel)) {
+        thief->tail_.store(thief_tail + n, std::memory_order_release);
         return n;
       }
     }
@@ -234,8 +241,10 @@ struct WorkerContext {
   std::atomic<uint64_t> steals{0};
   std::atomic<int64_t> idle_ns{0};
   std::atomic<int64_t> parked_ns{0};
-  // Steady-clock nanoseconds since when the worker has been looking for work; 0 while busy.
+  // Steady-clock nanoseconds since when the worker has been looking for work (0 while busy), and
+  // since when it has been parked (0 while not): Stats adds the open periods.
   std::atomic<int64_t> idle_since_ns{0};
+  std::atomic<int64_t> parked_since_ns{0};
   int64_t start_ns = 0;
   // The thread's CPU clock, published by the worker when it starts; its CPU time is kept when it
   // exits (-1 until then), since a dead thread's clock cannot be read.

@@ -128,8 +128,10 @@ void Runtime::Start() {
     pool->Start();
   }
   scheduler_->Start();
+  // The watchdog also hands a blocked worker's local queue to idle workers, which matters in any
+  // pool of two or more threads, even with stuck reports off.
   const bool watched = std::any_of(pools_.begin(), pools_.end(), [](const auto& pool) {
-    return pool->settings().stuck_threshold > absl::ZeroDuration();
+    return pool->settings().stuck_threshold > absl::ZeroDuration() || pool->settings().threads > 1;
   });
   if (watched) {
     watchdog_ = std::thread([this] { WatchdogLoop(); });
@@ -422,7 +424,7 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
 
 void Runtime::WatchdogLoop() {
   pthread_setname_np(pthread_self(), "watchdog");
-  absl::Duration shortest = absl::InfiniteDuration();
+  absl::Duration shortest = absl::Milliseconds(40);  // ticks of 10 ms when nothing is reported
   for (const auto& pool : pools_) {
     if (pool->settings().stuck_threshold > absl::ZeroDuration()) {
       shortest = std::min(shortest, pool->settings().stuck_threshold);

@@ -70,6 +70,47 @@ TEST(ConfigTest, RejectsOtherPoolFieldsOutOfRange) {
   ExpectParseFieldError(R"(pools { name: "A" spin_time_us: 5000000 })", "pools[0].spin_time_us");
 }
 
+TEST(ConfigTest, ReadsFairModeAndStuckThreshold) {
+  const absl::StatusOr<proto::ActorSystemConfig> config = ParseConfig(
+      R"(pools { name: "A" fair: true stuck_threshold_ms: 250 }
+         pools { name: "B" stuck_threshold_ms: 0 }
+         pools { name: "C" stuck_threshold_ms: 3600000 }
+         pools { name: "D" })");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->pools(0).fair());
+  EXPECT_EQ(config->pools(0).stuck_threshold_ms(), 250u);
+  EXPECT_FALSE(config->pools(1).fair());
+  EXPECT_TRUE(config->pools(1).has_stuck_threshold_ms());
+  EXPECT_EQ(config->pools(1).stuck_threshold_ms(), 0u);
+  EXPECT_EQ(config->pools(2).stuck_threshold_ms(), 3'600'000u);
+  // Unset: fair mode off, a one-second threshold.
+  const proto::ActorSystemConfig full = WithDefaults(*config);
+  EXPECT_TRUE(full.pools(0).fair());
+  EXPECT_EQ(full.pools(1).stuck_threshold_ms(), 0u);
+  ASSERT_TRUE(full.pools(3).has_fair());
+  EXPECT_FALSE(full.pools(3).fair());
+  EXPECT_EQ(full.pools(3).stuck_threshold_ms(), 1000u);
+  // A system starts with them and reports them back.
+  absl::StatusOr<std::unique_ptr<ActorSystem>> system = ActorSystem::Create(*config);
+  ASSERT_TRUE(system.ok()) << system.status();
+  EXPECT_TRUE((*system)->config().pools(0).fair());
+  EXPECT_EQ((*system)->config().pools(0).stuck_threshold_ms(), 250u);
+}
+
+TEST(ConfigTest, RejectsStuckThresholdAboveOneHourNamingPoolIndex) {
+  ExpectParseFieldError(R"(pools { name: "A" stuck_threshold_ms: 3600001 })",
+                        "pools[0].stuck_threshold_ms");
+  ExpectParseFieldError(
+      R"(pools { name: "A" } pools { name: "B" fair: true stuck_threshold_ms: 18446744073709551615 })",
+      "pools[1].stuck_threshold_ms");
+  proto::ActorSystemConfig config;
+  config.add_pools()->set_name("A");
+  config.add_pools()->set_name("B");
+  config.mutable_pools(1)->set_stuck_threshold_ms(3'600'001);
+  ExpectFieldError(ValidateConfig(config), "pools[1].stuck_threshold_ms");
+  ExpectFieldError(ActorSystem::Create(config).status(), "pools[1].stuck_threshold_ms");
+}
+
 TEST(ConfigTest, ReadsEveryMailboxKindAndRejectsUnknownOnesNamingTheField) {
   for (const char* kind :
        {"MAILBOX_KIND_LOCK_FREE", "MAILBOX_KIND_SIMPLE", "MAILBOX_KIND_REVOLVING",
