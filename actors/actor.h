@@ -34,10 +34,8 @@
 //   };
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <optional>
 
 #include "absl/time/time.h"
@@ -67,7 +65,10 @@ struct RegisterOptions {
   MailboxKind mailbox = MailboxKind::kPoolDefault;
 };
 
-class Actor {
+// Actors come from the same per-thread size-class pool as events (actors/internal/small_alloc.h):
+// spawning and ending many short-lived actors, often on different workers, was malloc-bound.
+// Actors larger than the pool's classes fall back to malloc.
+class Actor : public internal::SmallPooled {
  public:
   // A state function: handles the event in `ev` (and may take it).
   using StateFunc = void (Actor::*)(EventHandlePtr& ev);
@@ -82,20 +83,6 @@ class Actor {
   Actor& operator=(const Actor&) = delete;
   Actor(Actor&&) = delete;
   Actor& operator=(Actor&&) = delete;
-
-  // Actors come from the same per-thread size-class pool as events (actors/internal/small_alloc.h):
-  // spawning and ending many short-lived actors, often on different workers, was malloc-bound.
-  // Actors larger than the pool's classes fall back to malloc.
-  static void* operator new(size_t size) { return internal::SmallAllocate(size); }
-  static void operator delete(void* block, size_t size) noexcept {
-    internal::SmallFree(block, size);
-  }
-  static void* operator new(size_t size, std::align_val_t align) {
-    return ::operator new(size, align);
-  }
-  static void operator delete(void* block, size_t /*size*/, std::align_val_t align) noexcept {
-    ::operator delete(block, align);
-  }
 
   // Returns this actor's id (empty before Register).
   const ActorId& SelfId() const { return self_; }

@@ -61,8 +61,10 @@ constexpr bool InEventSpace(EventType type, uint32_t space) {
 
 // -- events ----------------------------------------------------------------------------------
 
-// Base of every event object.
-class EventBase {
+// Base of every event object. Events come from a per-thread size-class pool
+// (actors/internal/small_alloc.h): an event is allocated on the sender's thread and freed on the
+// receiver's, the worst case for malloc.
+class EventBase : public internal::SmallPooled {
  public:
   EventBase() = default;
   virtual ~EventBase() = default;
@@ -79,19 +81,6 @@ class EventBase {
   virtual bool SerializeToString(std::string* /*out*/) const { return false; }
   // Returns a short human-readable description for logs.
   virtual std::string ToString() const;
-
-  // Events come from a per-thread size-class pool (actors/internal/small_alloc.h): an event is
-  // allocated on the sender's thread and freed on the receiver's, the worst case for malloc.
-  static void* operator new(size_t size) { return internal::SmallAllocate(size); }
-  static void operator delete(void* block, size_t size) noexcept {
-    internal::SmallFree(block, size);
-  }
-  static void* operator new(size_t size, std::align_val_t align) {
-    return ::operator new(size, align);
-  }
-  static void operator delete(void* block, size_t /*size*/, std::align_val_t align) noexcept {
-    ::operator delete(block, align);
-  }
 };
 
 // A local event: never serialized, never leaves its node.
@@ -152,7 +141,7 @@ class EventHandle;
 using EventHandlePtr = std::unique_ptr<EventHandle>;
 
 // The envelope of one event. Owns the event object or its serialized bytes.
-class EventHandle : public internal::MailboxNode {
+class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
  public:
   // Wraps a live event object (must not be null).
   EventHandle(ActorId recipient, ActorId sender, std::unique_ptr<EventBase> event,
@@ -220,11 +209,6 @@ class EventHandle : public internal::MailboxNode {
 
   // Returns "type 0x... from ... to ..." for logs.
   std::string ToString() const;
-
-  static void* operator new(size_t size) { return internal::SmallAllocate(size); }
-  static void operator delete(void* block, size_t size) noexcept {
-    internal::SmallFree(block, size);
-  }
 
  private:
   // The envelope alone; the public constructors delegate here and add the body.

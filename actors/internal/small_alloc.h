@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
 
 namespace troupe::internal {
 
@@ -24,5 +25,20 @@ inline constexpr size_t kSmallAllocMaxSize = 256;
 void* SmallAllocate(size_t size);
 // Frees a block from SmallAllocate; `size` must be the size it was allocated with.
 void SmallFree(void* block, size_t size) noexcept;
+
+// A base class (empty: no size cost) whose objects, and those of classes derived from it, come
+// from the pool. Deleting through a base with a virtual destructor passes the derived size.
+// Over-aligned types use the global allocator.
+class SmallPooled {
+ public:
+  static void* operator new(size_t size) { return SmallAllocate(size); }
+  static void operator delete(void* block, size_t size) noexcept { SmallFree(block, size); }
+  static void* operator new(size_t size, std::align_val_t align) {
+    return ::operator new(size, align);
+  }
+  static void operator delete(void* block, size_t /*size*/, std::align_val_t align) noexcept {
+    ::operator delete(block, align);
+  }
+};
 
 }  // namespace troupe::internal

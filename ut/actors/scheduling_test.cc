@@ -97,6 +97,23 @@ proto::PoolConfig* AddPool(proto::ActorSystemConfig* config, const std::string& 
   return pool;
 }
 
+// Creates a node from `config` and sets `*pool` to the index of its pool `name`; fails the test
+// and returns null when the node does not start or has no such pool.
+std::unique_ptr<ActorSystem> MakeNodeWithPool(const proto::ActorSystemConfig& config,
+                                              const std::string& name, uint32_t* pool) {
+  std::unique_ptr<ActorSystem> system = MakeSystem(config);
+  if (system == nullptr) {
+    return nullptr;
+  }
+  const absl::StatusOr<uint32_t> index = system->PoolIndex(name);
+  if (!index.ok()) {
+    ADD_FAILURE() << index.status();
+    return nullptr;
+  }
+  *pool = *index;
+  return system;
+}
+
 RegisterOptions OnPool(uint32_t pool) {
   RegisterOptions options;
   options.pool = pool;
@@ -331,33 +348,32 @@ void ExpectHotActorDelaysOthersByAtMostOneBudget(uint32_t max_events, uint64_t m
   hot_pool->set_max_events_per_activation(max_events);
   hot_pool->set_max_activation_time_us(max_time_us);
   HotRace race;
-  auto system = MakeSystem(config);
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "Hot", &pool);
   ASSERT_NE(system, nullptr);
-  const absl::StatusOr<uint32_t> pool = system->PoolIndex("Hot");
-  ASSERT_TRUE(pool.ok()) << pool.status();
 
   std::vector<ActorId> bystanders;
   bystanders.reserve(kBystanders);
   for (int i = 0; i < kBystanders; ++i) {
     bystanders.push_back(
-        system->Register(std::make_unique<Bystander>(i, *pool, &race), OnPool(*pool)));
+        system->Register(std::make_unique<Bystander>(i, pool, &race), OnPool(pool)));
   }
   ASSERT_TRUE(WaitUntil([&] {
     return race.bootstrapped.load(std::memory_order_acquire) == kBystanders;
   })) << testutil::DescribeCounters(*system);
-  const ActorId hot = system->Register(std::make_unique<HotActor>(&race), OnPool(*pool));
+  const ActorId hot = system->Register(std::make_unique<HotActor>(&race), OnPool(pool));
   system->Send(hot, std::make_unique<EvValue>(0));
   // A few budgets' worth first, so that the bystanders meet a hot actor in full swing.
-  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[*pool].budget_preemptions >= 3; }))
+  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[pool].budget_preemptions >= 3; }))
       << testutil::DescribeCounters(*system);
-  const uint64_t preemptions_before = system->Counters().pools[*pool].budget_preemptions;
+  const uint64_t preemptions_before = system->Counters().pools[pool].budget_preemptions;
 
   for (int burst = 0; burst < kBystanders / kBurst; ++burst) {
     for (int i = burst * kBurst; i < (burst + 1) * kBurst; ++i) {
       race.sent_run[i] = race.run.load(std::memory_order_relaxed);
       system->Send(bystanders[i], std::make_unique<EvValue>(i));
       race.sent_hot_events[i] = race.hot_events.load(std::memory_order_relaxed);
-      race.sent_preemptions[i] = system->Counters().pools[*pool].budget_preemptions;
+      race.sent_preemptions[i] = system->Counters().pools[pool].budget_preemptions;
     }
     ASSERT_TRUE(WaitUntil([&] {
       return race.handled.load(std::memory_order_acquire) == (burst + 1) * kBurst;
@@ -400,7 +416,7 @@ void ExpectHotActorDelaysOthersByAtMostOneBudget(uint32_t max_events, uint64_t m
     EXPECT_LE(events[e], max_events)
         << "bystander " << e << " waited through " << events[e] << " hot events";
   }
-  EXPECT_GT(system->Counters().pools[*pool].budget_preemptions, preemptions_before)
+  EXPECT_GT(system->Counters().pools[pool].budget_preemptions, preemptions_before)
       << testutil::DescribeCounters(*system);
 }
 
@@ -428,22 +444,21 @@ TEST(SchedulingTest, PingPongPairStaysOnOneWorker) {
   proto::ActorSystemConfig config = testutil::SmallConfig();
   AddPool(&config, "Pair", 2);
   Pair pair;
-  auto system = MakeSystem(config);
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "Pair", &pool);
   ASSERT_NE(system, nullptr);
-  const absl::StatusOr<uint32_t> pool = system->PoolIndex("Pair");
-  ASSERT_TRUE(pool.ok()) << pool.status();
-  RegisterPair(*system, *pool, round_trips, &pair);
+  RegisterPair(*system, pool, round_trips, &pair);
   // The two Bootstraps, so that the interval below holds the game only.
-  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[*pool].events >= 2; }));
-  const PoolCounters before = system->Counters().pools[*pool];
+  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[pool].events >= 2; }));
+  const PoolCounters before = system->Counters().pools[pool];
 
   Serve(*system, pair);
   ASSERT_TRUE(pair.done.WaitForNotificationWithTimeout(WaitTimeout()))
       << testutil::DescribeCounters(*system);
   // The counters are added at the end of each activation: wait for the last one.
   ASSERT_TRUE(WaitUntil(
-      [&] { return system->Counters().pools[*pool].events >= before.events + 2 * round_trips; }));
-  const PoolCounters after = system->Counters().pools[*pool];
+      [&] { return system->Counters().pools[pool].events >= before.events + 2 * round_trips; }));
+  const PoolCounters after = system->Counters().pools[pool];
 
   ASSERT_EQ(after.workers.size(), 2u);
   uint64_t total = 0;
@@ -469,12 +484,11 @@ TEST(SchedulingTest, TwoPingPongPairsEachStayOnOneWorker) {
   proto::ActorSystemConfig config = testutil::SmallConfig();
   AddPool(&config, "Pairs", 2);
   std::array<Pair, 2> pairs;
-  auto system = MakeSystem(config);
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "Pairs", &pool);
   ASSERT_NE(system, nullptr);
-  const absl::StatusOr<uint32_t> pool = system->PoolIndex("Pairs");
-  ASSERT_TRUE(pool.ok()) << pool.status();
   for (Pair& pair : pairs) {
-    RegisterPair(*system, *pool, round_trips, &pair);
+    RegisterPair(*system, pool, round_trips, &pair);
   }
   for (const Pair& pair : pairs) {
     Serve(*system, pair);
@@ -565,35 +579,34 @@ TEST(SchedulingTest, IdleWorkerStealsFromBusyWorker) {
   proto::ActorSystemConfig config = testutil::SmallConfig();
   AddPool(&config, "Steal", 2);
   StealLog log;
-  auto system = MakeSystem(config);
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "Steal", &pool);
   ASSERT_NE(system, nullptr);
-  const absl::StatusOr<uint32_t> pool = system->PoolIndex("Steal");
-  ASSERT_TRUE(pool.ok()) << pool.status();
   std::vector<ActorId> targets;
   targets.reserve(kStealTargets);
   for (int i = 0; i < kStealTargets; ++i) {
-    targets.push_back(system->Register(std::make_unique<StealTarget>(&log), OnPool(*pool)));
+    targets.push_back(system->Register(std::make_unique<StealTarget>(&log), OnPool(pool)));
   }
   ASSERT_TRUE(
       WaitUntil([&] { return log.bootstrapped.load(std::memory_order_acquire) == kStealTargets; }));
-  const ActorId spawner = system->Register(std::make_unique<Spawner>(targets, &log), OnPool(*pool));
-  const uint64_t steals_before = system->Counters().pools[*pool].steals;
+  const ActorId spawner = system->Register(std::make_unique<Spawner>(targets, &log), OnPool(pool));
+  const uint64_t steals_before = system->Counters().pools[pool].steals;
 
   system->Send(spawner, std::make_unique<EvKick>());
   ASSERT_TRUE(WaitUntil([&] {
     return log.started.load(std::memory_order_acquire) == kStealTargets &&
-           system->Counters().pools[*pool].queue_length == 0;
+           system->Counters().pools[pool].queue_length == 0;
   })) << testutil::DescribeCounters(*system);
   // The last target's 2 ms are not over yet: wait for every activation to end (the counters are
   // added then).
   ASSERT_TRUE(WaitUntil([&] {
-    return system->Counters().pools[*pool].events >= uint64_t{kStealTargets} * 2 + 2;
+    return system->Counters().pools[pool].events >= uint64_t{kStealTargets} * 2 + 2;
   })) << testutil::DescribeCounters(*system);
 
   EXPECT_TRUE(log.started_during_block.load(std::memory_order_acquire))
       << "no target started while the spawner's handler kept its worker busy: the queued targets "
          "were not handed to the idle worker";
-  EXPECT_GT(system->Counters().pools[*pool].steals, steals_before)
+  EXPECT_GT(system->Counters().pools[pool].steals, steals_before)
       << testutil::DescribeCounters(*system);
   std::vector<std::thread::id> threads;
   {
@@ -1045,10 +1058,9 @@ TEST(SchedulingTest, FairModeOrdersByRunTime) {
   for (auto& round : rounds) {
     round = std::make_unique<FairRound>();
   }
-  auto system = MakeSystem(config);
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "Fair", &pool);
   ASSERT_NE(system, nullptr);
-  const absl::StatusOr<uint32_t> pool = system->PoolIndex("Fair");
-  ASSERT_TRUE(pool.ok()) << pool.status();
   // A 3 ms, B 1 ms, C 2 ms: least run time first gives B, C, A. The pool charges wall time, so a
   // descheduled handler is charged more: the expected order comes from what each handler measured,
   // and a round whose measured times are too close to call is run again (bounded).
@@ -1056,7 +1068,7 @@ TEST(SchedulingTest, FairModeOrdersByRunTime) {
   constexpr int64_t kClearGapNs = 300'000;
   for (int attempt = 1; attempt <= kMaxRounds; ++attempt) {
     RoundResult result;
-    RunRound(*system, *pool, kBurnUs, rounds[attempt - 1].get(), &result);
+    RunRound(*system, pool, kBurnUs, rounds[attempt - 1].get(), &result);
     if (::testing::Test::HasFatalFailure()) {
       return;
     }
@@ -1087,12 +1099,11 @@ TEST(SchedulingTest, NonFairPoolRunsReadyMailboxesInArrivalOrder) {
   proto::ActorSystemConfig config = testutil::SmallConfig();
   AddPool(&config, "Fifo", 1);
   FairRound round;
-  auto system = MakeSystem(config);
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "Fifo", &pool);
   ASSERT_NE(system, nullptr);
-  const absl::StatusOr<uint32_t> pool = system->PoolIndex("Fifo");
-  ASSERT_TRUE(pool.ok()) << pool.status();
   RoundResult result;
-  RunRound(*system, *pool, {3000, 1000, 2000}, &round, &result);
+  RunRound(*system, pool, {3000, 1000, 2000}, &round, &result);
   EXPECT_EQ(result.order, "ABC");
 }
 
@@ -1150,18 +1161,17 @@ TEST(SchedulingTest, StuckHandlerIsReported) {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> handled{0};
   Pair pair;
-  auto system = MakeSystem(config);
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "Work", &pool);
   ASSERT_NE(system, nullptr);
-  const absl::StatusOr<uint32_t> pool = system->PoolIndex("Work");
-  ASSERT_TRUE(pool.ok()) << pool.status();
-  RegisterPair(*system, *pool, kMaxHotEvents, &pair, &stop, &handled);
-  const ActorId sleeper = system->Register(std::make_unique<Sleeper>(&control), OnPool(*pool));
+  RegisterPair(*system, pool, kMaxHotEvents, &pair, &stop, &handled);
+  const ActorId sleeper = system->Register(std::make_unique<Sleeper>(&control), OnPool(pool));
   Serve(*system, pair);
   system->Send(sleeper, std::make_unique<EvBlock>());
   ASSERT_TRUE(control.entered.WaitForNotificationWithTimeout(WaitTimeout()));
   const absl::Time entered_at = absl::Now();
 
-  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[*pool].stuck_reports >= 1; }))
+  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[pool].stuck_reports >= 1; }))
       << testutil::DescribeCounters(*system);
   EXPECT_TRUE(ProgressWhileBlocked(handled, control, 1000));
   // The scenario: the handler blocks for 2 s; the other actors keep going all along.
@@ -1172,7 +1182,7 @@ TEST(SchedulingTest, StuckHandlerIsReported) {
   EXPECT_TRUE(WaitUntil([&] { return sink.Contains("the stuck handler returned"); }));
   stop.store(true, std::memory_order_relaxed);
 
-  EXPECT_EQ(system->Counters().pools[*pool].stuck_reports, 1u);
+  EXPECT_EQ(system->Counters().pools[pool].stuck_reports, 1u);
   const std::string line = LineWithAll(sink, {"stuck actor", sleeper.ToString(), "Sleeper)",
                                               absl::StrFormat("0x%08x", kEvBlock), "pool Work"});
   EXPECT_FALSE(line.empty()) << "no stuck report naming " << sleeper.ToString()
@@ -1241,13 +1251,12 @@ TEST(SchedulingTest, IdlePoolUsesNoCpu) {
   proto::ActorSystemConfig config = testutil::SmallConfig();
   AddPool(&config, "Idle", 2)->clear_spin_time_us();  // the default spin
   std::array<Pair, 2> pairs;
-  auto system = MakeSystem(config);
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "Idle", &pool);
   ASSERT_NE(system, nullptr);
-  const absl::StatusOr<uint32_t> pool = system->PoolIndex("Idle");
-  ASSERT_TRUE(pool.ok()) << pool.status();
   const uint64_t round_trips = Scaled(2'000, 200);
   for (Pair& pair : pairs) {
-    RegisterPair(*system, *pool, round_trips, &pair);
+    RegisterPair(*system, pool, round_trips, &pair);
     Serve(*system, pair);
   }
   for (Pair& pair : pairs) {
@@ -1256,13 +1265,13 @@ TEST(SchedulingTest, IdlePoolUsesNoCpu) {
   // Every activation is over (its events are counted when it ends); the workers then spin for
   // 20 us and park.
   const uint64_t total_events = pairs.size() * (2 * round_trips + 2);  // Bootstraps included
-  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[*pool].events >= total_events; }))
+  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[pool].events >= total_events; }))
       << testutil::DescribeCounters(*system);
-  const PoolCounters before = system->Counters().pools[*pool];
+  const PoolCounters before = system->Counters().pools[pool];
   const absl::Time idle_start = absl::Now();
   // The idle period under test (a real-time window, not a wait for a condition).
   absl::SleepFor(absl::Seconds(1));
-  const PoolCounters after = system->Counters().pools[*pool];
+  const PoolCounters after = system->Counters().pools[pool];
   const absl::Duration idle = absl::Now() - idle_start;
 
   EXPECT_LT(after.cpu_time - before.cpu_time, absl::Milliseconds(20))
@@ -1303,12 +1312,11 @@ TEST(SchedulingTest, CountersAreSane) {
   proto::ActorSystemConfig config = testutil::SmallConfig();
   AddPool(&config, "Count", kThreads);
   std::atomic<uint64_t> count{0};
-  auto system = MakeSystem(config);
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "Count", &pool);
   ASSERT_NE(system, nullptr);
-  const absl::StatusOr<uint32_t> pool = system->PoolIndex("Count");
-  ASSERT_TRUE(pool.ok()) << pool.status();
 
-  const PoolCounters fresh = system->Counters().pools[*pool];
+  const PoolCounters fresh = system->Counters().pools[pool];
   EXPECT_EQ(fresh.name, "Count");
   EXPECT_EQ(fresh.threads, kThreads);
   EXPECT_EQ(fresh.workers.size(), kThreads);
@@ -1318,7 +1326,7 @@ TEST(SchedulingTest, CountersAreSane) {
   std::vector<ActorId> actors;
   actors.reserve(kActors);
   for (int i = 0; i < kActors; ++i) {
-    actors.push_back(system->Register(std::make_unique<EventCounter>(&count), OnPool(*pool)));
+    actors.push_back(system->Register(std::make_unique<EventCounter>(&count), OnPool(pool)));
   }
   for (uint64_t v = 0; v < kPerActor; ++v) {
     for (const ActorId& actor : actors) {
@@ -1326,11 +1334,11 @@ TEST(SchedulingTest, CountersAreSane) {
     }
   }
   const uint64_t expected_events = kActors * (kPerActor + 1);  // Bootstrap included
-  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[*pool].events >= expected_events; }))
+  ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[pool].events >= expected_events; }))
       << testutil::DescribeCounters(*system);
   EXPECT_EQ(count.load(std::memory_order_relaxed), kActors * kPerActor);
 
-  const PoolCounters c = system->Counters().pools[*pool];
+  const PoolCounters c = system->Counters().pools[pool];
   EXPECT_EQ(c.events, expected_events);
   EXPECT_EQ(c.queue_length, 0);
   EXPECT_GT(c.busy_time, absl::ZeroDuration());
