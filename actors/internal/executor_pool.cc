@@ -222,7 +222,8 @@ Mailbox* ExecutorPool::Dequeue() {
   }
   troupe::MutexLock lock(&mu_);
   Mailbox* mailbox = nullptr;
-  if (settings_.fair) [[unlikely]] {
+  // Shuffle, a debug aid, overrides fair mode (Enqueue shuffles into the list).
+  if (settings_.fair && !settings_.shuffle) [[unlikely]] {
     if (fair_heap_.empty()) {
       return nullptr;
     }
@@ -343,19 +344,21 @@ Mailbox* ExecutorPool::Next(WorkerContext* context) {
   }
   if (mailbox == nullptr) {
     mailbox = context->local.Pop();
-  }
-  if (mailbox == nullptr) {
+    if (mailbox != nullptr) {
+      return mailbox;
+    }
     mailbox = Dequeue();
-    // A batch publish wakes one worker; each worker that finds more behind what it took wakes
-    // the next, so a burst reaches every parked worker without a wake-up per mailbox.
-    if (mailbox != nullptr && queued_.load(std::memory_order_relaxed) > 0) {
+  }
+  if (mailbox != nullptr) {
+    // From the shared queue. A batch publish wakes one worker; each worker that finds more
+    // behind what it took wakes the next, so a burst reaches every parked worker without a
+    // wake-up per mailbox.
+    if (queued_.load(std::memory_order_relaxed) > 0) {
       WakeOne();
     }
+    return mailbox;
   }
-  if (mailbox == nullptr) {
-    mailbox = Steal(context);
-  }
-  return mailbox;
+  return Steal(context);
 }
 
 void ExecutorPool::Idle(WorkerContext* context) {

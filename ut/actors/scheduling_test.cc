@@ -1305,6 +1305,33 @@ class EventCounter : public Actor {
   std::atomic<uint64_t>* count_;
 };
 
+// Shuffle (a debug aid) overrides fair mode: a fair pool on a shuffled node still runs everything.
+// (In builds without TROUPE_ENABLE_SHUFFLE the node ignores shuffle and this is a plain fair run.)
+TEST(SchedulingTest, FairPoolOnShuffledNodeRunsEverything) {
+  constexpr int kActors = 20;
+  constexpr int kEventsEach = 50;
+  proto::ActorSystemConfig config = testutil::SmallConfig();
+  config.mutable_shuffle()->set_enabled(true);
+  config.mutable_shuffle()->set_seed(6);
+  AddPool(&config, "FairShuffled", 2)->set_fair(true);
+  std::atomic<uint64_t> count{0};
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(config, "FairShuffled", &pool);
+  ASSERT_NE(system, nullptr);
+  std::vector<ActorId> actors;
+  for (int i = 0; i < kActors; ++i) {
+    actors.push_back(system->Register(std::make_unique<EventCounter>(&count), OnPool(pool)));
+  }
+  for (int e = 0; e < kEventsEach; ++e) {
+    for (const ActorId& actor : actors) {
+      system->Send(actor, std::make_unique<EvValue>(static_cast<uint64_t>(e)));
+    }
+  }
+  EXPECT_TRUE(WaitUntil([&] { return count.load() == uint64_t{kActors} * kEventsEach; }))
+      << count.load() << " of " << kActors * kEventsEach << " handled; "
+      << testutil::DescribeCounters(*system);
+}
+
 TEST(SchedulingTest, CountersAreSane) {
   constexpr uint32_t kThreads = 3;
   constexpr int kActors = 10;
