@@ -10,9 +10,13 @@
 // from one sender to one recipient are handled in send order; delivery is at most once, and a
 // sender that asked for kTrackDelivery learns EvUndelivered when its event cannot be delivered.
 //
-// Thread-safety: thread-safe. Send, Register, RegisterService, LookupService and Schedule may be
-// called from any thread until Stop begins; calls made concurrently with Stop or the destructor
-// may be dropped (their events are freed).
+// Scheduling (actors/README.md): each pool runs ready mailboxes on its workers with a run-next
+// slot and stealable local queues, activation budgets, spin-then-park, optional fair mode and a
+// watchdog that reports handlers stuck past the pool's `stuck_threshold_ms`; Counters() shows it.
+//
+// Thread-safety: thread-safe. Send, Register, RegisterService, LookupService, Schedule, Suspend,
+// Resume and Counters may be called from any thread until Stop begins; calls made concurrently
+// with Stop or the destructor may be dropped (their events are freed).
 //
 // Example:
 //
