@@ -33,7 +33,7 @@ std::pair<Mailbox*, uint32_t> MailboxTable::Allocate(MailboxKind kind, HintCache
   if (cache != nullptr) {
     std::vector<uint32_t>& mine = cache->free[k];
     if (mine.empty()) {
-      // Refill a batch from the shared list (oldest first: the likeliest to be idle by now).
+      // Refill a batch from the shared list's oldest hints (the likeliest to be idle by now).
       troupe::MutexLock lock(&mu_);
       std::deque<uint32_t>& free = free_[k];
       while (mine.size() < kHintBatch && !free.empty()) {

@@ -158,7 +158,7 @@ class Runtime {
   void DispatchSuspendable(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, HandlerTrace* trace);
   void Destroy(Mailbox* mailbox, Actor* actor);
   // Reports handlers stuck past their pool's threshold; wakes workers to take work a stuck worker
-  // holds. Runs on its own thread while any pool has a threshold.
+  // holds. Runs on its own thread when a pool has a threshold or more than one worker.
   void WatchdogLoop();
   void FreeAllQueued();
 
