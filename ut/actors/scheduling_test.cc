@@ -161,6 +161,9 @@ std::string LineWithAll(const CapturingLogSink& sink, const std::vector<std::str
 // over (the game's end event orders the last write before the read).
 struct PlayerLog {
   std::map<std::thread::id, uint64_t> threads;
+  // Handlings on another thread than the player's previous one.
+  uint64_t moves = 0;
+  std::thread::id last;
 };
 
 // Answers EvValue{n} from its sender with EvValue{n + 1} until n reaches `last` (then notifies
@@ -183,7 +186,12 @@ class Player : public Actor {
       return;
     }
     if (log_ != nullptr) {
-      ++log_->threads[std::this_thread::get_id()];
+      const std::thread::id self = std::this_thread::get_id();
+      ++log_->threads[self];
+      if (log_->last != std::thread::id() && log_->last != self) {
+        ++log_->moves;
+      }
+      log_->last = self;
     }
     if (handled_ != nullptr) {
       // relaxed: a progress counter; the test only needs it to grow.
@@ -217,6 +225,9 @@ struct Pair {
   PlayerLog log_a;
   PlayerLog log_b;
   troupe::Notification done;
+
+  // Returns how often either player ran on another thread than the time before.
+  uint64_t Moves() const { return log_a.moves + log_b.moves; }
 
   // Returns the threads of both players' handlings together.
   std::map<std::thread::id, uint64_t> Threads() const {
@@ -497,10 +508,15 @@ TEST(SchedulingTest, TwoPingPongPairsEachStayOnOneWorker) {
     ASSERT_TRUE(pairs[p].done.WaitForNotificationWithTimeout(WaitTimeout()))
         << "pair " << p << ": " << testutil::DescribeCounters(*system);
   }
+  // While the pool settles a pair may move once or twice (both started on the shared queue, and
+  // an idle worker may steal one from behind the other); after that each keeps its worker. How
+  // many handlings happen before the settling depends on the machine, so count moves, not shares.
+  constexpr uint64_t kMaxMoves = 8;
   for (size_t p = 0; p < pairs.size(); ++p) {
-    const double share = DominantShare(pairs[p].Threads());
-    EXPECT_GE(share, 0.90) << "pair " << p << " moved between threads: the busiest ran " << share
-                           << " of its handlers";
+    EXPECT_LE(pairs[p].Moves(), kMaxMoves)
+        << "pair " << p << " kept moving between threads: " << pairs[p].Moves() << " moves in "
+        << 2 * round_trips << " handlings; the busiest thread ran "
+        << DominantShare(pairs[p].Threads()) << " of them";
   }
 }
 
