@@ -6,9 +6,9 @@
 #include "actors/config.h"
 #include "actors/events.h"
 #include "actors/internal/driver.h"
-#include "actors/internal/remote_router.h"
 #include "actors/internal/runtime.h"
 #include "actors/log.h"
+#include "actors/node_hooks.h"
 
 namespace troupe {
 
@@ -26,13 +26,25 @@ absl::StatusOr<std::unique_ptr<ActorSystem>> internal::CreateDrivenSystem(
   return ActorSystem::Build(config, driver, first_local_id);
 }
 
-void internal::SetRemoteRouter(ActorSystem& system, std::shared_ptr<RemoteRouter> router) {
-  system.runtime()->set_remote_router(std::move(router));
+internal::Runtime* internal::RuntimeOf(const ActorSystem& system) { return system.runtime(); }
+
+// -- node hooks (node_hooks.h)
+// ----------------------------------------------------------------------
+
+void SetRemoteRouter(ActorSystem& system, std::shared_ptr<RemoteRouter> router) {
+  internal::RuntimeOf(system)->set_remote_router(std::move(router));
 }
 
-void internal::RouteThroughRouter(ActorSystem& system, EventHandlePtr ev) {
-  system.runtime()->RouteThroughRouter(std::move(ev));
+void RouteThroughRouter(ActorSystem& system, EventHandlePtr ev) {
+  internal::RuntimeOf(system)->RouteThroughRouter(std::move(ev));
 }
+
+void ReportUndelivered(ActorSystem& system, EventHandlePtr ev, UndeliveredReason reason,
+                       bool unsure) {
+  internal::RuntimeOf(system)->Undeliverable(std::move(ev), reason, unsure);
+}
+
+MetricsRegistry& MetricsOf(ActorSystem& system) { return system.metrics(); }
 
 absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Build(
     const proto::ActorSystemConfig& config, internal::Driver* driver, uint64_t first_local_id) {
@@ -130,6 +142,8 @@ absl::StatusOr<uint32_t> ActorSystem::PoolIndex(std::string_view name) const {
 const proto::ActorSystemConfig& ActorSystem::config() const { return runtime_->config(); }
 
 absl::Time ActorSystem::Now() const { return runtime_->Now(); }
+
+MetricsRegistry& ActorSystem::metrics() const { return runtime_->metrics(); }
 
 ActorSystemCounters ActorSystem::Counters() const {
   ActorSystemCounters counters;

@@ -39,6 +39,7 @@
 #include "actors/actor.h"
 #include "actors/actor_id.h"
 #include "actors/event.h"
+#include "actors/metrics.h"
 #include "actors/timer.h"
 #include "proto/config.pb.h"
 
@@ -49,7 +50,10 @@ class Driver;
 class Runtime;
 absl::StatusOr<std::unique_ptr<ActorSystem>> CreateDrivenSystem(
     const proto::ActorSystemConfig& config, Driver* driver, uint64_t first_local_id);
+Runtime* RuntimeOf(const ActorSystem& system);
 }  // namespace internal
+
+class MetricsRegistry;
 
 // Counters of one worker thread of a pool.
 struct WorkerCounters {
@@ -159,11 +163,18 @@ class ActorSystem {
   // runtime runs the node. Actors that measure time through it can be tested without sleeping.
   absl::Time Now() const;
 
-  internal::Runtime* runtime() const { return runtime_.get(); }
+  // Returns the node's metrics registry: every counter and gauge of its pools, mailboxes and the
+  // extensions that publish into it (the interconnect's sessions), enumerable at any time.
+  MetricsRegistry& metrics() const;
 
  private:
+  friend class Actor;
   friend absl::StatusOr<std::unique_ptr<ActorSystem>> internal::CreateDrivenSystem(
       const proto::ActorSystemConfig& config, internal::Driver* driver, uint64_t first_local_id);
+  friend internal::Runtime* internal::RuntimeOf(const ActorSystem& system);
+
+  // The runtime behind this node; for Actor and the driver only (extensions use node_hooks.h).
+  internal::Runtime* runtime() const { return runtime_.get(); }
 
   ActorSystem() = default;
   // Validates `config` and builds the runtime (not started).

@@ -19,15 +19,14 @@
 
 #include "actors/actor.h"
 #include "actors/events.h"
-#include "actors/internal/remote_router.h"
-#include "actors/internal/runtime.h"
 #include "actors/log.h"
+#include "actors/node_hooks.h"
 #include "actors/session_events.h"
 #include "actors/sync.h"
-#include "interconnect/handshake.h"
-#include "interconnect/stream.h"
+#include "interconnect/internal/handshake.h"
+#include "interconnect/internal/stream.h"
+#include "interconnect/internal/wire.h"
 #include "interconnect/tcp_transport.h"
-#include "interconnect/wire.h"
 
 namespace troupe::interconnect {
 
@@ -93,33 +92,32 @@ struct PeerChannel {
 };
 
 // The node's remote router: hands each event to its node's proxy.
-class Router final : public internal::RemoteRouter {
+class Router final : public RemoteRouter {
  public:
   Router(ActorSystem* system, absl::flat_hash_map<NodeId, std::shared_ptr<PeerChannel>> peers,
          size_t max_event_size)
       : system_(system), peers_(std::move(peers)), max_event_size_(max_event_size) {}
 
   void Route(EventHandlePtr ev) override {
-    internal::Runtime* runtime = system_->runtime();
     // acquire: pairs with the release in Close; a router seen closed is drained or draining.
     if (closed_.load(std::memory_order_acquire)) {
-      runtime->Undeliverable(std::move(ev), UndeliveredReason::kShutdown);
+      ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kShutdown);
       return;
     }
     auto peer = peers_.find(ev->recipient().node_id());
     if (peer == peers_.end()) {
-      runtime->Undeliverable(std::move(ev), UndeliveredReason::kNoRoute);
+      ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kNoRoute);
       return;
     }
     if (ev->HasEvent()) {
       if (absl::Status status = ev->Serialize(); !status.ok()) {
         TROUPE_LOG(kDebug, kInterconnect) << ev->ToString() << " cannot cross nodes: " << status;
-        runtime->Undeliverable(std::move(ev), UndeliveredReason::kNotSerializable);
+        ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kNotSerializable);
         return;
       }
     }
     if (ev->bytes().size() > max_event_size_) {
-      runtime->Undeliverable(std::move(ev), UndeliveredReason::kTooLarge);
+      ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kTooLarge);
       return;
     }
     PeerChannel& channel = *peer->second;
@@ -130,7 +128,7 @@ class Router final : public internal::RemoteRouter {
       kick = !std::exchange(channel.kicked, true);
     }
     if (kick) {
-      runtime->Send(
+      system_->Send(
           std::make_unique<EventHandle>(channel.proxy, ActorId(), std::make_unique<EvKick>()));
     }
   }
@@ -140,7 +138,7 @@ class Router final : public internal::RemoteRouter {
     closed_.store(true, std::memory_order_release);
     for (auto& [node, channel] : peers_) {
       for (EventHandlePtr& ev : channel->Take()) {
-        system_->runtime()->Undeliverable(std::move(ev), UndeliveredReason::kShutdown);
+        ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kShutdown);
       }
     }
   }
@@ -239,7 +237,7 @@ class Proxy final : public Actor {
         Send(ev->sender(), std::make_unique<EvNodeConnected>(settings_.peer));
       }
       if (absl::Status status = out_->Enqueue(ev); !status.ok()) {
-        system()->runtime()->Undeliverable(std::move(ev), UndeliveredReason::kTooLarge);
+        ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kTooLarge);
       }
     }
     Flush();
@@ -547,7 +545,7 @@ class Proxy final : public Actor {
     size_t reported = 0;
     out_->Fail([&](EventHandlePtr ev, bool unsure) {
       ++reported;
-      system()->runtime()->Undeliverable(std::move(ev), UndeliveredReason::kDisconnected, unsure);
+      ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kDisconnected, unsure);
     });
     out_.emplace(settings_.limits);
     in_ = InboundStream();
@@ -820,7 +818,7 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   }
   ic->port_ = *port;
   ic->router_ = std::make_shared<Router>(system, std::move(channels), limits.max_event_size);
-  internal::SetRemoteRouter(*system, ic->router_);
+  SetRemoteRouter(*system, ic->router_);
   TROUPE_LOG(kInfo, kInterconnect)
       << "node " << self << " listening on " << own->host() << ":" << ic->port_ << " (cluster \""
       << identity.cluster_id << "\", " << ic->router_->peers().size() << " peers)";

@@ -12,11 +12,11 @@
 //     a node outside the table with Undelivered{kNoRoute};
 //   - the proxy waits for the session while it is being established, then packs events into
 //     frames (many per frame, many frames per write) with sequence numbers, acknowledgements and
-//     XXH3 checksums (interconnect/wire.h);
+//     XXH3 checksums (interconnect/internal/wire.h);
 //   - the node with the lower id dials (again after 20 ms, doubling up to the heartbeat interval,
 //     while the peer refuses; again at once when the handshake is not answered within two
 //     heartbeats), the other accepts; the handshake checks protocol version, cluster id and node
-//     ids (interconnect/handshake.h);
+//     ids (interconnect/internal/handshake.h);
 //   - a broken connection is redialled while the session lives; unacknowledged frames are resent
 //     and the receiver drops duplicates, so order per sender→recipient is kept and nothing is lost;
 //   - the session dies when the peer is silent (no byte, not even a heartbeat) for

@@ -66,4 +66,7 @@ class Driver {
 absl::StatusOr<std::unique_ptr<ActorSystem>> CreateDrivenSystem(
     const proto::ActorSystemConfig& config, Driver* driver, uint64_t first_local_id);
 
+// Returns the runtime behind `system`, for its driver.
+Runtime* RuntimeOf(const ActorSystem& system);
+
 }  // namespace troupe::internal

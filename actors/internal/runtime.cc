@@ -87,6 +87,7 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
       driver_(driver),
       config_(std::move(config)),
       node_id_(config_.node_id()),
+      metrics_({{"node", absl::StrCat(node_id_)}}),
       mailboxes_(config_.max_mailboxes()),
       services_(config_.max_services()),
       next_local_id_(driver != nullptr ? first_local_id

@@ -33,9 +33,10 @@
 #include "actors/internal/driver.h"
 #include "actors/internal/executor_pool.h"
 #include "actors/internal/mailbox_table.h"
-#include "actors/internal/remote_router.h"
 #include "actors/internal/scheduler.h"
 #include "actors/internal/service_table.h"
+#include "actors/metrics.h"
+#include "actors/node_hooks.h"
 #include "actors/sync.h"
 #include "proto/config.pb.h"
 
@@ -96,7 +97,7 @@ class Runtime {
     return scheduler_->Schedule(delay, std::move(ev));
   }
   absl::Time Now() const { return driver_ != nullptr ? driver_->Now() : absl::Now(); }
-  // Installs the router for recipients on other nodes (see remote_router.h).
+  // Installs the router for recipients on other nodes (see actors/node_hooks.h).
   void set_remote_router(std::shared_ptr<RemoteRouter> router) {
     // release: pairs with the acquire in RouteThroughRouter; a sender that sees the router sees
     // it built.
@@ -116,6 +117,7 @@ class Runtime {
 
   const proto::ActorSystemConfig& config() const { return config_; }
   NodeId node_id() const { return node_id_; }
+  MetricsRegistry& metrics() const { return metrics_; }
   ServiceTable& services() { return services_; }
   const ServiceTable& services() const { return services_; }
   const MailboxTable& mailboxes() const { return mailboxes_; }
@@ -166,6 +168,8 @@ class Runtime {
   Driver* const driver_;
   const proto::ActorSystemConfig config_;
   const NodeId node_id_;
+  // Before the pools: they publish into it, and unregister when destroyed.
+  mutable MetricsRegistry metrics_;
   uint32_t default_pool_ = 0;
   // Each pool's `default_mailbox`, by pool index.
   std::vector<MailboxKind> pool_mailbox_;
@@ -187,6 +191,8 @@ class Runtime {
   // Every router ever installed, kept alive until the runtime dies (see SetRemoteRouter).
   troupe::Mutex routers_mu_;
   std::vector<std::shared_ptr<RemoteRouter>> routers_ ABSL_GUARDED_BY(routers_mu_);
+  // The node-wide metrics (dropped events, failed actors, live mailboxes, pending timers).
+  std::vector<MetricsRegistry::Registration> node_metrics_;
 };
 
 }  // namespace troupe::internal

@@ -222,7 +222,7 @@ struct TestRuntime::State final : internal::Driver {
       return;
     }
     node.system = std::move(*system);
-    node.runtime = node.system->runtime();
+    node.runtime = internal::RuntimeOf(*node.system);
     node_of[node.runtime] = id;
     if (options.on_node_start) {
       options.on_node_start(*owner, id);
@@ -748,7 +748,7 @@ void TestRuntime::Send(EventHandlePtr handle, NodeId from) {
                   << " dropped";
     return;
   }
-  node(from).runtime()->Send(std::move(handle));
+  internal::RuntimeOf(node(from))->Send(std::move(handle));
 }
 
 TimerCookie TestRuntime::Schedule(absl::Duration delay, EventHandlePtr handle, NodeId from) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// wire_bench: cost of the interconnect's wire format (interconnect/wire.h), no sockets.
+// wire_bench: cost of the interconnect's wire format (interconnect/internal/wire.h), no sockets.
 //
 // What is measured, on one thread:
 //   - BM_EncodeFrames/body:B   events per second into frames of up to 64 KiB of payload: the
@@ -20,7 +20,7 @@
 #include "benchmark/benchmark.h"
 
 #include "actors/event.h"
-#include "interconnect/wire.h"
+#include "interconnect/internal/wire.h"
 
 namespace troupe::interconnect {
 namespace {

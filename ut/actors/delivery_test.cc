@@ -28,7 +28,7 @@
 #include "actors/actor_system.h"
 #include "actors/event.h"
 #include "actors/events.h"
-#include "actors/internal/remote_router.h"
+#include "actors/node_hooks.h"
 #include "actors/sync.h"
 #include "actors/testing/test_runtime.h"
 #include "ut/actors/test_util.h"
@@ -323,7 +323,7 @@ TEST(DeliveryTest, StandaloneNodeReportsRemoteRecipientsAsNoRoute) {
 }
 
 // Collects what the runtime routes to other nodes.
-class CollectingRouter final : public internal::RemoteRouter {
+class CollectingRouter final : public RemoteRouter {
  public:
   void Route(EventHandlePtr ev) override {
     troupe::MutexLock lock(&mu_);
@@ -344,7 +344,7 @@ TEST(DeliveryTest, InstalledRemoteRouterTakesEventsForOtherNodes) {
   ASSERT_NE(system, nullptr);
   auto shared_router = std::make_shared<CollectingRouter>();
   CollectingRouter& router = *shared_router;
-  internal::SetRemoteRouter(*system, shared_router);
+  SetRemoteRouter(*system, shared_router);
   testutil::Inbox inbox;
   const ActorId local = system->Register(std::make_unique<testutil::Recorder>(&inbox));
   system->Send(ActorId(3, 0, 10, 1), std::make_unique<EvValue>(1), kTrackDelivery, 51, local);
@@ -356,7 +356,7 @@ TEST(DeliveryTest, InstalledRemoteRouterTakesEventsForOtherNodes) {
   EXPECT_EQ(routed[0]->recipient(), ActorId(3, 0, 10, 1));
   EXPECT_EQ(routed[0]->cookie(), 51u);
   EXPECT_EQ(routed[1]->recipient(), ServiceId("echo", 4)) << "a remote service id is not rewritten";
-  internal::SetRemoteRouter(*system, nullptr);
+  SetRemoteRouter(*system, nullptr);
   system->Send(ActorId(3, 0, 10, 1), std::make_unique<EvValue>(4), kTrackDelivery, 53, local);
   ASSERT_TRUE(inbox.WaitForType(kEvUndelivered));
   EXPECT_EQ(inbox.OfType(kEvUndelivered)[0].reason, UndeliveredReason::kNoRoute);

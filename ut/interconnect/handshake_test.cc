@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The handshake: framing, garbage, and every refusal named in interconnect/handshake.h.
-#include "interconnect/handshake.h"
+// The handshake: framing, garbage, and every refusal named in interconnect/internal/handshake.h.
+#include "interconnect/internal/handshake.h"
 
 #include <string>
 

@@ -19,7 +19,7 @@
 #include "actors/session_events.h"
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
-#include "interconnect/transport.h"
+#include "interconnect/testing/pipe_network.h"
 #include "ut/interconnect/ic_test_util.h"
 
 namespace troupe::interconnect {

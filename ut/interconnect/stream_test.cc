@@ -2,7 +2,7 @@
 //
 // The session's reliable stream: backpressure, acknowledgement, resend after a broken connection
 // with neither loss nor duplicate, and what is reported when the session dies.
-#include "interconnect/stream.h"
+#include "interconnect/internal/stream.h"
 
 #include <cstdint>
 #include <memory>
@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 
 #include "actors/event.h"
-#include "interconnect/wire.h"
+#include "interconnect/internal/wire.h"
 
 namespace troupe::interconnect {
 namespace {

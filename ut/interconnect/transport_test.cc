@@ -2,7 +2,7 @@
 //
 // The in-memory pipe transport, driven by the deterministic test runtime: connect and accept,
 // ordered bytes across nodes under simulated latency, and the faults it injects.
-#include "interconnect/transport.h"
+#include "interconnect/testing/pipe_network.h"
 
 #include <memory>
 #include <string>
@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 
 #include "actors/testing/test_runtime.h"
-#include "interconnect/wire.h"
+#include "interconnect/internal/wire.h"
 
 namespace troupe::interconnect {
 namespace {

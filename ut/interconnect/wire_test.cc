@@ -2,7 +2,7 @@
 //
 // The wire format: round trips, any split of the byte stream, and every malformed input the
 // decoder must refuse (with a reason) rather than crash on.
-#include "interconnect/wire.h"
+#include "interconnect/internal/wire.h"
 
 #include <xxhash.h>
 

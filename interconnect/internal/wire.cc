@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/wire.h"
+#include "interconnect/internal/wire.h"
 
 #include <xxhash.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/stream.h"
+#include "interconnect/internal/stream.h"
 
 #include <limits>
 #include <utility>

@@ -32,7 +32,7 @@
 #include "absl/status/statusor.h"
 
 #include "actors/event.h"
-#include "interconnect/wire.h"
+#include "interconnect/internal/wire.h"
 
 namespace troupe::interconnect {
 

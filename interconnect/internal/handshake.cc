@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/handshake.h"
+#include "interconnect/internal/handshake.h"
 
 #include <array>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/transport.h"
+#include "interconnect/testing/pipe_network.h"
 
 #include <algorithm>
 #include <functional>

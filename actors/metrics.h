@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// MetricsRegistry: one node's counters and gauges, by name and labels, enumerable at any time
+// without stopping anything. Pools, mailboxes and the interconnect's sessions publish into it; a
+// metrics page or a test walks it (ForEach) or reads one value (Value, Sum). The typed views
+// ActorSystem::Counters() and Interconnect::Counters() are read from it.
+//
+// A metric is a name ("troupe_pool_events_total"), a type (a monotonic counter or a gauge that
+// goes up and down), a help line, labels ({"pool", "User"}, {"worker", "0"}, {"peer", "2"}) and a
+// reader: a function that returns the current value. The publisher keeps the value where its hot
+// path wants it (a relaxed atomic on the owning thread's cache line); the registry only reads it
+// when someone enumerates, so publishing costs nothing per event. Every sample also carries the
+// registry's common labels (a node's: {"node", "<id>"}), first.
+//
+// Names follow Prometheus: snake_case, counters end in `_total`, times are in nanoseconds and say
+// so (`_nanoseconds_total`). A metric exists from Add until its Registration is destroyed (or
+// Reset); a publisher keeps the Registration next to the value it reads, so a reader never
+// outlives its value.
+//
+// Thread-safety: thread-safe. Readers run on the enumerating thread under the registry's lock,
+// concurrently with the publisher: they must only load (relaxed atomics, or values fixed at
+// registration) and must not call the registry. Destroying a Registration waits for an
+// enumeration in progress.
+//
+// Example:
+//
+//   std::atomic<uint64_t> sent{0};
+//   troupe::MetricsRegistry::Registration r = system->metrics().Add(
+//       {.name = "myapp_orders_sent_total", .type = troupe::MetricType::kCounter,
+//        .help = "Orders sent to the exchange.", .labels = {{"venue", "X"}}},
+//       [&sent] { return static_cast<int64_t>(sent.load(std::memory_order_relaxed)); });
+//   system->metrics().ForEach([](const troupe::MetricSample& s) {
+//     std::cout << s.name << " " << s.value << "\n";
+//   });
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+
+#include "actors/sync.h"
+
+namespace troupe {
+
+enum class MetricType : uint8_t {
+  // Only goes up (events handled, bytes written); name ends in `_total`.
+  kCounter,
+  // Goes up and down (queue length, sessions up).
+  kGauge,
+};
+
+// Returns "counter" or "gauge".
+std::string_view MetricTypeName(MetricType type);
+
+struct MetricLabel {
+  std::string name;
+  std::string value;
+  friend bool operator==(const MetricLabel&, const MetricLabel&) = default;
+  friend auto operator<=>(const MetricLabel&, const MetricLabel&) = default;
+};
+using MetricLabels = std::vector<MetricLabel>;
+
+// What a metric is, apart from its value.
+struct MetricInfo {
+  std::string name;
+  MetricType type = MetricType::kCounter;
+  std::string help;
+  MetricLabels labels;
+};
+
+// One reading handed to a ForEach visitor; valid during the call only.
+struct MetricSample {
+  std::string_view name;
+  MetricType type;
+  std::string_view help;
+  // The registry's common labels, then the metric's own.
+  const MetricLabels& labels;
+  int64_t value;
+
+  // Returns the value of the label `name`, or an empty view.
+  std::string_view label(std::string_view name) const;
+};
+
+class MetricsRegistry {
+ public:
+  // Returns the current value; see the file comment for what a reader may do.
+  using Reader = std::function<int64_t()>;
+
+  // Keeps a metric in the registry; removes it when destroyed or Reset. Movable.
+  class Registration {
+   public:
+    Registration() = default;
+    ~Registration() { Reset(); }
+    Registration(Registration&& other) noexcept
+        : registry_(std::exchange(other.registry_, nullptr)), id_(other.id_) {}
+    Registration& operator=(Registration&& other) noexcept {
+      if (this != &other) {
+        Reset();
+        registry_ = std::exchange(other.registry_, nullptr);
+        id_ = other.id_;
+      }
+      return *this;
+    }
+    Registration(const Registration&) = delete;
+    Registration& operator=(const Registration&) = delete;
+
+    // Removes the metric now (waits for an enumeration in progress). Idempotent.
+    void Reset();
+
+   private:
+    friend class MetricsRegistry;
+    Registration(MetricsRegistry* registry, uint64_t id) : registry_(registry), id_(id) {}
+    MetricsRegistry* registry_ = nullptr;
+    uint64_t id_ = 0;
+  };
+
+  // `common` labels are put first on every sample (a node's registry: {"node", "<id>"}).
+  explicit MetricsRegistry(MetricLabels common = {}) : common_(std::move(common)) {}
+  ~MetricsRegistry() = default;
+  MetricsRegistry(const MetricsRegistry&) = delete;
+  MetricsRegistry& operator=(const MetricsRegistry&) = delete;
+  MetricsRegistry(MetricsRegistry&&) = delete;
+  MetricsRegistry& operator=(MetricsRegistry&&) = delete;
+
+  // Adds a metric read through `read`. Two metrics may share a name (they differ in labels); the
+  // registry does not check that labels are unique. The registry must outlive the Registration.
+  [[nodiscard]] Registration Add(MetricInfo info, Reader read);
+
+  // Calls `visit` for every metric, ordered by name, then labels, then registration order.
+  void ForEach(absl::FunctionRef<void(const MetricSample&)> visit) const;
+  // Returns the value of the metric `name` whose own labels are exactly `labels`, or nullopt.
+  std::optional<int64_t> Value(std::string_view name, const MetricLabels& labels = {}) const;
+  // Returns the sum of every metric `name` that carries each label of `match` (all when empty).
+  int64_t Sum(std::string_view name, const MetricLabels& match = {}) const;
+  // Returns the number of metrics registered.
+  size_t size() const;
+
+ private:
+  struct Entry {
+    MetricInfo info;
+    MetricLabels labels;  // common_ + info.labels
+    Reader read;
+  };
+
+  void Remove(uint64_t id);
+
+  const MetricLabels common_;
+  mutable troupe::Mutex mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Keyed by (name, labels, id): the enumeration order.
+  std::map<std::tuple<std::string, MetricLabels, uint64_t>, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::tuple<std::string, MetricLabels, uint64_t>> keys_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace troupe
