@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/actor_system.h"
 
+#include <charconv>
+
 #include "absl/strings/str_cat.h"
 
 #include "actors/config.h"
@@ -145,32 +147,95 @@ absl::Time ActorSystem::Now() const { return runtime_->Now(); }
 
 MetricsRegistry& ActorSystem::metrics() const { return runtime_->metrics(); }
 
-ActorSystemCounters ActorSystem::Counters() const {
-  ActorSystemCounters counters;
-  counters.dropped_events = runtime_->dropped_events();
-  counters.failed_actors = runtime_->failed_actors();
-  counters.live_mailboxes = runtime_->LiveMailboxes();
-  counters.pending_timers = runtime_->PendingTimers();
-  for (size_t i = 0; i < runtime_->pool_count(); ++i) {
-    const internal::ExecutorPool& pool = runtime_->pool(i);
-    const internal::PoolStats stats = pool.Stats();
-    PoolCounters& out = counters.pools.emplace_back();
-    out.name = pool.settings().name;
-    out.threads = pool.settings().threads;
-    out.events = stats.events;
-    out.activations = stats.activations;
-    out.budget_preemptions = stats.budget_preemptions;
-    out.parks = stats.parks;
-    out.parked_time = stats.parked_time;
-    out.busy_time = stats.busy_time;
-    out.cpu_time = stats.cpu_time;
-    out.steals = stats.steals;
-    out.queue_length = pool.QueueLength();
-    out.stuck_reports = stats.stuck_reports;
-    for (const internal::WorkerStats& worker : stats.workers) {
-      out.workers.push_back(WorkerCounters{worker.events, worker.activations, worker.steals});
+// The typed view walks the registry: each field below is one metric (summed over workers for the
+// pool totals), so a counter added to a pool shows up here by adding one row.
+namespace {
+
+struct PoolCounterField {
+  std::string_view metric;
+  uint64_t PoolCounters::*pool;
+  uint64_t WorkerCounters::*worker;  // null: pool-wide only
+};
+constexpr PoolCounterField kPoolCounterFields[] = {
+    {"troupe_pool_events_total", &PoolCounters::events, &WorkerCounters::events},
+    {"troupe_pool_activations_total", &PoolCounters::activations, &WorkerCounters::activations},
+    {"troupe_pool_steals_total", &PoolCounters::steals, &WorkerCounters::steals},
+    {"troupe_pool_budget_preemptions_total", &PoolCounters::budget_preemptions, nullptr},
+    {"troupe_pool_parks_total", &PoolCounters::parks, nullptr},
+    {"troupe_pool_stuck_reports_total", &PoolCounters::stuck_reports, nullptr},
+};
+
+struct PoolTimeField {
+  std::string_view metric;
+  absl::Duration PoolCounters::*pool;
+};
+constexpr PoolTimeField kPoolTimeFields[] = {
+    {"troupe_pool_busy_nanoseconds_total", &PoolCounters::busy_time},
+    {"troupe_pool_parked_nanoseconds_total", &PoolCounters::parked_time},
+    {"troupe_pool_cpu_nanoseconds_total", &PoolCounters::cpu_time},
+};
+
+void AddPoolSample(const MetricSample& sample, PoolCounters& pool) {
+  if (sample.name == "troupe_pool_threads") {
+    pool.threads = static_cast<uint32_t>(sample.value);
+    return;
+  }
+  if (sample.name == "troupe_pool_queue_length") {
+    pool.queue_length = sample.value;
+    return;
+  }
+  for (const PoolTimeField& field : kPoolTimeFields) {
+    if (sample.name == field.metric) {
+      pool.*field.pool += absl::Nanoseconds(sample.value);
+      return;
     }
   }
+  for (const PoolCounterField& field : kPoolCounterFields) {
+    if (sample.name != field.metric) {
+      continue;
+    }
+    const auto value = static_cast<uint64_t>(sample.value);
+    pool.*field.pool += value;
+    const std::string_view label = sample.label("worker");
+    size_t worker = 0;
+    if (field.worker != nullptr && !label.empty() &&
+        std::from_chars(label.data(), label.data() + label.size(), worker).ec == std::errc()) {
+      if (pool.workers.size() <= worker) {
+        pool.workers.resize(worker + 1);
+      }
+      pool.workers[worker].*field.worker = value;
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+ActorSystemCounters ActorSystem::Counters() const {
+  ActorSystemCounters counters;
+  const proto::ActorSystemConfig& config = runtime_->config();
+  for (const proto::PoolConfig& pool : config.pools()) {
+    counters.pools.emplace_back().name = pool.name();
+  }
+  runtime_->metrics().ForEach([&](const MetricSample& sample) {
+    if (sample.name == "troupe_dropped_events_total") {
+      counters.dropped_events = static_cast<uint64_t>(sample.value);
+    } else if (sample.name == "troupe_failed_actors_total") {
+      counters.failed_actors = static_cast<uint64_t>(sample.value);
+    } else if (sample.name == "troupe_live_mailboxes") {
+      counters.live_mailboxes = static_cast<uint64_t>(sample.value);
+    } else if (sample.name == "troupe_pending_timers") {
+      counters.pending_timers = static_cast<uint64_t>(sample.value);
+    } else if (sample.name.starts_with("troupe_pool_")) {
+      const std::string_view name = sample.label("pool");
+      for (PoolCounters& pool : counters.pools) {
+        if (pool.name == name) {
+          AddPoolSample(sample, pool);
+          break;
+        }
+      }
+    }
+  });
   return counters;
 }
 

@@ -18,7 +18,7 @@ namespace {
 thread_local WorkerContext* tls_worker = nullptr;
 
 // Adds to a counter only the owning worker writes; relaxed load+store (no read-modify-write), the
-// atomic only makes concurrent reads by Stats() well-defined.
+// atomic only makes concurrent reads by the metrics well-defined.
 template <typename T>
 inline void AddOwned(std::atomic<T>& counter, T n) {
   counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -71,7 +71,9 @@ ExecutorPool::ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settin
       settings_(std::move(settings)),
       max_time_(absl::ToChronoNanoseconds(settings_.max_time)),
       spin_ns_(absl::ToInt64Nanoseconds(settings_.spin_time)),
-      shuffle_state_(NonZeroSeed(settings_.shuffle_seed)) {}
+      shuffle_state_(NonZeroSeed(settings_.shuffle_seed)) {
+  PublishPoolMetrics();
+}
 
 ExecutorPool::~ExecutorPool() { Stop(); }
 
@@ -87,6 +89,7 @@ void ExecutorPool::Start() {
     context->index = i;
     context->random_state = NonZeroSeed(settings_.shuffle_seed + i + 1);
     context->start_ns = now;
+    PublishWorkerMetrics(context);
   }
   for (uint32_t i = 0; i < settings_.threads; ++i) {
     threads_.emplace_back([this, i] { WorkerLoop(contexts_[i].get()); });
@@ -507,46 +510,72 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   }
 }
 
-PoolStats ExecutorPool::Stats() const {
-  PoolStats stats;
-  const int64_t now = SteadyNanos();
-  int64_t busy_ns = 0;
-  int64_t parked_ns = 0;
-  int64_t cpu_ns = 0;
-  for (const auto& context : contexts_) {
-    WorkerStats worker;
-    worker.events = context->events.load(std::memory_order_relaxed);
-    worker.activations = context->activations.load(std::memory_order_relaxed);
-    worker.steals = context->steals.load(std::memory_order_relaxed);
-    stats.events += worker.events;
-    stats.activations += worker.activations;
-    stats.steals += worker.steals;
-    stats.budget_preemptions += context->budget_preemptions.load(std::memory_order_relaxed);
-    stats.parks += context->parks.load(std::memory_order_relaxed);
-    stats.workers.push_back(worker);
-    const int64_t idle_since = context->idle_since_ns.load(std::memory_order_relaxed);
-    const int64_t idle = context->idle_ns.load(std::memory_order_relaxed) +
-                         (idle_since != 0 ? std::max<int64_t>(0, now - idle_since) : 0);
-    busy_ns += std::max<int64_t>(0, now - context->start_ns - idle);
-    const int64_t parked_since = context->parked_since_ns.load(std::memory_order_relaxed);
-    parked_ns += context->parked_ns.load(std::memory_order_relaxed) +
-                 (parked_since != 0 ? std::max<int64_t>(0, now - parked_since) : 0);
-    // A worker that exited left its total; a live one's clock is read now (the read fails
-    // harmlessly if the thread exits meanwhile, and the total is read again).
-    int64_t cpu = context->exit_cpu_ns.load(std::memory_order_acquire);
-    if (cpu < 0 && context->cpu_clock_set.load(std::memory_order_acquire)) {
-      cpu = ThreadCpuNanos(context->cpu_clock.load(std::memory_order_relaxed));
-      if (cpu < 0) {
-        cpu = context->exit_cpu_ns.load(std::memory_order_acquire);
-      }
-    }
-    cpu_ns += std::max<int64_t>(0, cpu);
-  }
-  stats.busy_time = absl::Nanoseconds(busy_ns);
-  stats.parked_time = absl::Nanoseconds(parked_ns);
-  stats.cpu_time = absl::Nanoseconds(cpu_ns);
-  stats.stuck_reports = stuck_reports_.load(std::memory_order_relaxed);
-  return stats;
+void ExecutorPool::PublishPoolMetrics() {
+  MetricsRegistry& registry = runtime_->metrics();
+  const MetricLabels pool = {{"pool", settings_.name}};
+  metrics_.push_back(
+      registry.Add({"troupe_pool_threads", MetricType::kGauge, "Worker threads of the pool.", pool},
+                   [threads = settings_.threads] { return int64_t{threads}; }));
+  metrics_.push_back(
+      registry.Add({"troupe_pool_queue_length", MetricType::kGauge,
+                    "Ready mailboxes waiting (shared queue plus the workers' local queues).", pool},
+                   [this] { return QueueLength(); }));
+  metrics_.push_back(registry.Add(
+      {"troupe_pool_stuck_reports_total", MetricType::kCounter,
+       "Handlers reported stuck for longer than the pool's stuck_threshold_ms.", pool},
+      [this] { return static_cast<int64_t>(stuck_reports_.load(std::memory_order_relaxed)); }));
+}
+
+void ExecutorPool::PublishWorkerMetrics(const WorkerContext* context) {
+  MetricsRegistry& registry = runtime_->metrics();
+  const MetricLabels labels = {{"pool", settings_.name},
+                               {"worker", std::to_string(context->index)}};
+  auto counter = [&](std::string name, std::string help, const auto& value) {
+    metrics_.push_back(registry.Add(
+        {std::move(name), MetricType::kCounter, std::move(help), labels},
+        [&value] { return static_cast<int64_t>(value.load(std::memory_order_relaxed)); }));
+  };
+  counter("troupe_pool_events_total", "Events handled.", context->events);
+  counter("troupe_pool_activations_total",
+          "Mailbox activations (one handles up to the event budget).", context->activations);
+  counter("troupe_pool_steals_total", "Mailboxes taken from another worker's local queue.",
+          context->steals);
+  counter("troupe_pool_budget_preemptions_total",
+          "Activations cut short by the event or time budget.", context->budget_preemptions);
+  counter("troupe_pool_parks_total", "Times the worker parked.", context->parks);
+  metrics_.push_back(registry.Add(
+      {"troupe_pool_busy_nanoseconds_total", MetricType::kCounter,
+       "Time since start not spent looking for work (spinning or parked).", labels},
+      [context] {
+        const int64_t now = SteadyNanos();
+        const int64_t idle_since = context->idle_since_ns.load(std::memory_order_relaxed);
+        const int64_t idle = context->idle_ns.load(std::memory_order_relaxed) +
+                             (idle_since != 0 ? std::max<int64_t>(0, now - idle_since) : 0);
+        return std::max<int64_t>(0, now - context->start_ns - idle);
+      }));
+  metrics_.push_back(registry.Add(
+      {"troupe_pool_parked_nanoseconds_total", MetricType::kCounter, "Time parked.", labels},
+      [context] {
+        const int64_t parked_since = context->parked_since_ns.load(std::memory_order_relaxed);
+        return context->parked_ns.load(std::memory_order_relaxed) +
+               (parked_since != 0 ? std::max<int64_t>(0, SteadyNanos() - parked_since) : 0);
+      }));
+  metrics_.push_back(
+      registry.Add({"troupe_pool_cpu_nanoseconds_total", MetricType::kCounter,
+                    "CPU time of the worker's thread (idle spinning included).", labels},
+                   [context] {
+                     // A worker that exited left its total; a live one's clock is read now (the
+                     // read fails harmlessly if the thread exits meanwhile, and the total is read
+                     // again).
+                     int64_t cpu = context->exit_cpu_ns.load(std::memory_order_acquire);
+                     if (cpu < 0 && context->cpu_clock_set.load(std::memory_order_acquire)) {
+                       cpu = ThreadCpuNanos(context->cpu_clock.load(std::memory_order_relaxed));
+                       if (cpu < 0) {
+                         cpu = context->exit_cpu_ns.load(std::memory_order_acquire);
+                       }
+                     }
+                     return std::max<int64_t>(0, cpu);
+                   }));
 }
 
 }  // namespace troupe::internal

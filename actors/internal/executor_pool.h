@@ -66,6 +66,7 @@
 #include "actors/actor_id.h"
 #include "actors/internal/mailbox.h"
 #include "actors/internal/mailbox_table.h"
+#include "actors/metrics.h"
 #include "actors/sync.h"
 
 namespace troupe::internal {
@@ -86,30 +87,6 @@ struct PoolSettings {
   // Random ready order (debug aid); the seed makes each pool's choices reproducible on one thread.
   bool shuffle = false;
   uint64_t shuffle_seed = 0;
-};
-
-// Counters of one worker.
-struct WorkerStats {
-  uint64_t events = 0;
-  uint64_t activations = 0;
-  // Mailboxes this worker took from other workers' local queues.
-  uint64_t steals = 0;
-};
-
-// Counters of one pool, summed over its workers; read without stopping the pool.
-struct PoolStats {
-  uint64_t events = 0;
-  uint64_t activations = 0;
-  uint64_t budget_preemptions = 0;
-  uint64_t parks = 0;
-  uint64_t steals = 0;
-  // Worker time not spent looking for work (spinning or parked), since Start.
-  absl::Duration busy_time;
-  absl::Duration parked_time;
-  // CPU time the workers' threads used (idle spinning included).
-  absl::Duration cpu_time;
-  uint64_t stuck_reports = 0;
-  std::vector<WorkerStats> workers;
 };
 
 // Single-producer, multi-consumer bounded FIFO of mailboxes: the owner pushes and pops, other
@@ -242,7 +219,7 @@ struct WorkerContext {
   std::atomic<int64_t> idle_ns{0};
   std::atomic<int64_t> parked_ns{0};
   // Steady-clock nanoseconds since when the worker has been looking for work (0 while busy), and
-  // since when it has been parked (0 while not): Stats adds the open periods.
+  // since when it has been parked (0 while not): the metrics add the open periods.
   std::atomic<int64_t> idle_since_ns{0};
   std::atomic<int64_t> parked_since_ns{0};
   int64_t start_ns = 0;
@@ -280,7 +257,6 @@ class ExecutorPool {
 
   const PoolSettings& settings() const { return settings_; }
   uint32_t index() const { return index_; }
-  PoolStats Stats() const;
   // Returns the number of mailboxes waiting in the shared queue and the local queues.
   int64_t QueueLength() const;
   // Returns the workers' share of the mailbox table's live count (see MailboxTable::HintCache).
@@ -296,6 +272,11 @@ class ExecutorPool {
   void Kick(uint32_t worker);
 
  private:
+  // Publishes the pool-wide metrics (threads, queue length, stuck reports) and, once the workers
+  // exist, each worker's (events, activations, steals, preemptions, parks, busy, parked and CPU
+  // time), labelled pool and worker.
+  void PublishPoolMetrics();
+  void PublishWorkerMetrics(const WorkerContext* context);
   void WorkerLoop(WorkerContext* context);
   // Returns the next mailbox for `context` to run, or nullptr when there is none.
   Mailbox* Next(WorkerContext* context);
@@ -358,6 +339,9 @@ class ExecutorPool {
 
   std::vector<std::unique_ptr<WorkerContext>> contexts_;
   std::vector<std::thread> threads_;
+  // The pool's and its workers' metrics in the runtime's registry (see PublishPoolMetrics and
+  // PublishWorkerMetrics); after contexts_, so they go first.
+  std::vector<MetricsRegistry::Registration> metrics_;
 };
 
 }  // namespace troupe::internal

@@ -117,6 +117,26 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
   }
   scheduler_ = std::make_unique<Scheduler>(
       this, absl::Microseconds(static_cast<int64_t>(config_.scheduler().resolution_us())));
+  PublishNodeMetrics();
+}
+
+void Runtime::PublishNodeMetrics() {
+  auto add = [this](std::string name, MetricType type, std::string help,
+                    MetricsRegistry::Reader read) {
+    node_metrics_.push_back(
+        metrics_.Add({std::move(name), type, std::move(help), {}}, std::move(read)));
+  };
+  add("troupe_dropped_events_total", MetricType::kCounter,
+      "Events neither delivered nor reported (no tracking, no forward target).",
+      [this] { return static_cast<int64_t>(dropped_events()); });
+  add("troupe_failed_actors_total", MetricType::kCounter,
+      "Actors ended by an exception escaping a handler.",
+      [this] { return static_cast<int64_t>(failed_actors()); });
+  add("troupe_live_mailboxes", MetricType::kGauge, "Mailboxes with at least one actor.",
+      [this] { return static_cast<int64_t>(LiveMailboxes()); });
+  add("troupe_pending_timers", MetricType::kGauge,
+      "Delayed events not fired yet (cancelled ones included until due).",
+      [this] { return static_cast<int64_t>(PendingTimers()); });
 }
 
 Runtime::~Runtime() { Stop(); }

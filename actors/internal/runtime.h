@@ -163,6 +163,8 @@ class Runtime {
   // holds. Runs on its own thread when a pool has a threshold or more than one worker.
   void WatchdogLoop();
   void FreeAllQueued();
+  // Publishes dropped events, failed actors, live mailboxes and pending timers.
+  void PublishNodeMetrics();
 
   ActorSystem* const system_;
   Driver* const driver_;
