@@ -2,21 +2,22 @@
 //
 // Interconnect: makes actors on other nodes reachable as if they were local.
 //
-// `Interconnect::Start(system)` reads the node table of `system->config().interconnect()` (the
-// static nameservice: node id → host and port), listens on this node's address, registers one
-// proxy actor per peer node in the IC pool (reachable as `ProxyServiceId(peer)`) and installs
-// itself as the node's remote router. From then on a send to an ActorId (or a ServiceId) of
-// another node goes to that node's proxy:
+// `Interconnect::Start(system)` asks the nameservice (by default the node table of
+// `system->config().interconnect()`, see nameservice.h) where this node listens, listens there,
+// registers one proxy actor per peer node in the IC pool (reachable as `ProxyServiceId(peer)`)
+// and installs itself as the node's remote router. A node that joins the nameservice later gets
+// its proxy when the nameservice announces it, when an event is routed to it, or when it dials in.
+// From then on a send to an ActorId (or a ServiceId) of another node goes to that node's proxy:
 //   - the event is serialized on the sender's thread; a local event is refused with
 //     Undelivered{kNotSerializable}, one above max_event_size with Undelivered{kTooLarge}, one for
-//     a node outside the table with Undelivered{kNoRoute};
+//     a node the nameservice does not know with Undelivered{kNoRoute};
 //   - the proxy waits for the session while it is being established, then packs events into
 //     frames (many per frame, many frames per write) with sequence numbers, acknowledgements and
 //     XXH3 checksums (interconnect/internal/wire.h);
 //   - the node with the lower id dials (again after 20 ms, doubling up to the heartbeat interval,
 //     while the peer refuses; again at once when the handshake is not answered within two
 //     heartbeats), the other accepts; the handshake checks protocol version, cluster id and node
-//     ids (interconnect/internal/handshake.h);
+//     ids (interconnect/internal/handshake.h), in one handshake actor per connection;
 //   - a broken connection is redialled while the session lives; unacknowledged frames are resent
 //     and the receiver drops duplicates, so order per sender→recipient is kept and nothing is lost;
 //   - the session dies when the peer is silent (no byte, not even a heartbeat) for
@@ -33,6 +34,9 @@
 //     from another cluster or an unexpected node) closes that connection with a logged reason;
 //     every other session goes on.
 // Received events keep their bytes until the handler asks for the message (EventPB lazy parse).
+//
+// Counters: every session publishes troupe_session_* metrics labelled peer into the node's
+// registry (ActorSystem::metrics(), actors/metrics.h); Counters() is a typed view of them.
 //
 // Lifetime: destroy the Interconnect before its ActorSystem (declare it after the system). The
 // destructor uninstalls the router (later remote sends get Undelivered{kShutdown}), stops the
@@ -57,10 +61,12 @@
 
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
+#include "interconnect/nameservice.h"
 #include "interconnect/transport.h"
 
 namespace troupe::interconnect {
 
+class PeerTable;
 class Router;
 
 // The well-known ServiceId of this node's proxy for `peer` ("ic/<peer>").
@@ -75,6 +81,9 @@ struct InterconnectOptions {
   // Pool of the proxies and the listener; empty means "IC" when such a pool exists, else the
   // default pool.
   std::string pool = {};
+  // Where nodes listen and who is a member; null means a StaticNameservice of the config's node
+  // table.
+  std::shared_ptr<Nameservice> nameservice = nullptr;
 };
 
 // What one proxy knows about its session, read without stopping it.
@@ -105,9 +114,10 @@ struct SessionCounters {
 
 class Interconnect {
  public:
-  // Starts the interconnect of `system` (see the file comment). kInvalidArgument when the node
-  // table does not list this node or lists a node twice; kUnavailable when the address cannot be
-  // listened on.
+  // Starts the interconnect of `system` (see the file comment). kInvalidArgument when the
+  // nameservice has no entry for this node or the incarnation is 0; kUnavailable when the address
+  // cannot be listened on; kResourceExhausted when the proxies cannot be registered (the mailbox
+  // or service table is full). On failure nothing is left running.
   static absl::StatusOr<std::unique_ptr<Interconnect>> Start(ActorSystem* system,
                                                              InterconnectOptions options = {});
   ~Interconnect();
@@ -119,19 +129,22 @@ class Interconnect {
   // The port this node listens on (the table's, or the one chosen for port 0).
   uint16_t port() const { return port_; }
   uint64_t incarnation() const { return incarnation_; }
-  // Returns the counters of every proxy, in node-id order.
+  // Returns the nameservice the interconnect asks.
+  const std::shared_ptr<Nameservice>& nameservice() const { return nameservice_; }
+  // Returns the counters of every proxy, in node-id order (a view of the troupe_session_* metrics).
   std::vector<SessionCounters> Counters() const;
 
  private:
   Interconnect() = default;
 
   ActorSystem* system_ = nullptr;
+  std::shared_ptr<Nameservice> nameservice_;
   std::shared_ptr<Transport> transport_;
+  // The peers' channels and proxies (grows at run time), the router reading it, the listener.
+  std::shared_ptr<PeerTable> peers_;
   std::shared_ptr<Router> router_;
-  // The proxies and the listener, ended by the destructor; the peers whose proxy services it
-  // removes.
-  std::vector<ActorId> actors_;
-  std::vector<NodeId> peers_;
+  ActorId listener_;
+  NameserviceWatch watch_;
   uint16_t port_ = 0;
   uint64_t incarnation_ = 0;
 };

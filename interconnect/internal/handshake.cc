@@ -70,7 +70,8 @@ absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& s
       return absl::FailedPreconditionError(
           absl::StrFormat("dialed node %u but node %u answered", *dialed, peer.from_node()));
     }
-  } else if (peer.from_node() == self.node || !self.known_nodes.contains(peer.from_node())) {
+  } else if (peer.from_node() == self.node || !self.is_member ||
+             !self.is_member(peer.from_node())) {
     return absl::FailedPreconditionError(
         absl::StrFormat("node %u is not another node of this cluster's table", peer.from_node()));
   }

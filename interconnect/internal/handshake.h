@@ -12,7 +12,7 @@
 //   | cluster_id equals ours                            | both cluster ids                       |
 //   | to_node is our node id                            | the node it wanted and ours            |
 //   | from_node is the node we dialed (outgoing), or    | the node it claims and what we expect  |
-//   | a node of the table other than ours (incoming)    |                                        |
+//   | a member other than ours (incoming; is_member)    |                                        |
 // Garbage instead of a handshake (bad magic, a length over the limit, bytes that do not parse) is
 // kDataLoss. A peer whose incarnation differs from the one of our current session with it has
 // restarted: the old session ends (its unacknowledged events are reported) and a new one starts.
@@ -22,11 +22,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -44,8 +44,9 @@ struct LocalIdentity {
   std::string cluster_id;
   NodeId node = 0;
   uint64_t incarnation = 0;
-  // Node ids of the cluster's table (ours included): who may connect to us.
-  absl::flat_hash_set<NodeId> known_nodes;
+  // Tells whether a node is a member of the cluster (asked of the nameservice at check time): who
+  // may connect to us. Unset: nobody.
+  std::function<bool(NodeId)> is_member;
 };
 
 // Appends the framed `handshake` to `out`.

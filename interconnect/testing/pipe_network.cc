@@ -66,8 +66,22 @@ class PipeTransport final : public Transport {
 
   void SetOwner(ConnectionId connection, const ActorId& owner) override {
     troupe::MutexLock lock(&network_->mu_);
-    if (auto end = network_->ends_.find(connection); end != network_->ends_.end()) {
-      end->second.owner = owner;
+    auto it = network_->ends_.find(connection);
+    if (it == network_->ends_.end()) {
+      return;
+    }
+    PipeNetwork::End& end = it->second;
+    end.owner = owner;
+    // Bytes still on their way arrive at the new owner, in their order, when they were due.
+    const absl::Time now = end.system->Now();
+    for (PipeNetwork::End::InFlight& delivery : end.in_flight) {
+      if (!delivery.cookie.Cancel()) {
+        continue;  // delivered already
+      }
+      delivery.cookie = end.system->Schedule(
+          std::max(delivery.due - now, absl::ZeroDuration()),
+          std::make_unique<EventHandle>(
+              owner, ActorId(), std::make_unique<EvBytesReceived>(connection, delivery.bytes)));
     }
   }
 
@@ -99,8 +113,8 @@ class PipeTransport final : public Transport {
       return;
     }
     const ConnectionId peer = it->second.peer;
-    for (const TimerCookie& cookie : it->second.in_flight) {
-      cookie.Cancel();
+    for (const PipeNetwork::End::InFlight& delivery : it->second.in_flight) {
+      delivery.cookie.Cancel();
     }
     network_->ends_.erase(it);
     network_->Down(peer, absl::UnavailableError("connection closed by the peer"));
@@ -149,10 +163,12 @@ void PipeNetwork::Transmit(ConnectionId to, std::string bytes) {
     end.system->Send(std::move(ev));
     return;
   }
-  while (!end.in_flight.empty() && !end.in_flight.front().IsPending()) {
+  while (!end.in_flight.empty() && !end.in_flight.front().cookie.IsPending()) {
     end.in_flight.pop_front();
   }
-  end.in_flight.push_back(end.system->Schedule(latency_, std::move(ev)));
+  std::string copy = ev->Get<EvBytesReceived>()->bytes;
+  const absl::Time due = end.system->Now() + latency_;
+  end.in_flight.push_back({end.system->Schedule(latency_, std::move(ev)), std::move(copy), due});
 }
 
 void PipeNetwork::Down(ConnectionId id, const absl::Status& reason) {
@@ -161,8 +177,8 @@ void PipeNetwork::Down(ConnectionId id, const absl::Status& reason) {
     return;
   }
   End& end = it->second;
-  for (const TimerCookie& cookie : end.in_flight) {
-    cookie.Cancel();
+  for (const PipeNetwork::End::InFlight& delivery : end.in_flight) {
+    delivery.cookie.Cancel();
   }
   end.system->Send(end.owner, std::make_unique<EvConnectionDown>(id, reason));
   ends_.erase(it);

@@ -84,8 +84,14 @@ class PipeNetwork {
     // Bytes written while stalled, delivered on Resume.
     std::string held;
     // Deliveries to this end still waiting out the latency; cancelled when it goes down, so
-    // nothing arrives after EvConnectionDown.
-    std::deque<TimerCookie> in_flight;
+    // nothing arrives after EvConnectionDown, and re-addressed by SetOwner, so bytes reach the
+    // owner of the moment they arrive (as with TCP).
+    struct InFlight {
+      TimerCookie cookie;
+      std::string bytes;
+      absl::Time due;
+    };
+    std::deque<InFlight> in_flight;
   };
 
   // Delivers `bytes` to the end `to` (after the latency).

@@ -12,7 +12,9 @@ namespace {
 
 LocalIdentity Self() {
   return LocalIdentity{
-      .cluster_id = "blue", .node = 2, .incarnation = 77, .known_nodes = {1, 2, 3}};
+      .cluster_id = "blue", .node = 2, .incarnation = 77, .is_member = [](NodeId node) {
+        return node >= 1 && node <= 3;
+      }};
 }
 
 proto::Handshake FromNode1() {

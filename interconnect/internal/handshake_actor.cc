@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "interconnect/internal/handshake_actor.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+#include "actors/events.h"
+#include "actors/log.h"
+#include "interconnect/internal/events.h"
+#include "interconnect/internal/handover.h"
+
+namespace troupe::interconnect {
+namespace {
+
+using Kind = EvHandshakeFailed::Kind;
+
+class HandshakeActor final : public Actor {
+ public:
+  // Outgoing.
+  HandshakeActor(HandshakeSettings settings, NodeEndpoint peer, const ActorId& proxy,
+                 proto::Handshake hello)
+      : Actor(&HandshakeActor::StateReading),
+        settings_(std::move(settings)),
+        peer_(std::move(peer)),
+        proxy_(proxy),
+        hello_(std::move(hello)) {}
+  // Incoming.
+  HandshakeActor(HandshakeSettings settings, ConnectionId connection, const ActorId& listener,
+                 std::shared_ptr<PeerTable> peers)
+      : Actor(&HandshakeActor::StateReading),
+        settings_(std::move(settings)),
+        peers_(std::move(peers)),
+        listener_(listener),
+        conn_(connection) {}
+
+  ~HandshakeActor() override {
+    if (conn_ != 0) {
+      settings_.transport->Close(conn_);  // failed, or ended before it was handed over
+    }
+  }
+  HandshakeActor(const HandshakeActor&) = delete;
+  HandshakeActor& operator=(const HandshakeActor&) = delete;
+  HandshakeActor(HandshakeActor&&) = delete;
+  HandshakeActor& operator=(HandshakeActor&&) = delete;
+
+ private:
+  bool incoming() const { return !listener_.IsEmpty(); }
+
+  void Bootstrap() override {
+    ScheduleWakeup(settings_.timeout);
+    if (incoming()) {
+      gate_.Begin(listener_);
+      return;
+    }
+    conn_ = settings_.transport->Connect(peer_.host, peer_.port, SelfId());
+  }
+
+  // -- reading the peer's handshake
+  // -----------------------------------------------------------------
+
+  TROUPE_STATE(StateReading) {
+    switch (ev->type()) {
+      case EvBytesReceived::kEventType:
+      case EvConnectionDown::kEventType:
+        if (gate_.Admit(ev)) {
+          HandleConnectionEvent(ev);
+        }
+        break;
+        TROUPE_HFUNC(EvConnectionUp, HandleConnectionUp);
+        TROUPE_HFUNC(EvHandoverEnd, HandleListenerDone);
+        TROUPE_HFUNC(EvWakeup, HandleTimeout);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandleConnectionUp(EventPtr<EvConnectionUp> ev) {
+    if (ev.Get()->connection != conn_) {
+      return;
+    }
+    up_ = true;
+    std::string bytes;
+    AppendHandshake(hello_, &bytes);
+    settings_.transport->Write(conn_, std::move(bytes));
+  }
+
+  void HandleConnectionEvent(EventHandlePtr& ev) {
+    if (const EvBytesReceived* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
+      if (bytes->connection == conn_) {
+        HandleBytes(bytes->bytes);
+      }
+      return;
+    }
+    const EvConnectionDown* down = ev->Get<EvConnectionDown>();
+    if (down == nullptr || down->connection != conn_) {
+      return;
+    }
+    conn_ = 0;  // nothing to close
+    if (incoming()) {
+      PassAway();
+      return;
+    }
+    Fail(up_ ? Kind::kDown : Kind::kUnreachable, down->reason);
+  }
+
+  void HandleBytes(std::string_view bytes) {
+    if (complete_) {
+      if (incoming()) {
+        Refuse(absl::DataLossError("bytes after the handshake, before our reply"));
+      }
+      return;
+    }
+    reader_.Append(bytes);
+    absl::StatusOr<std::optional<proto::Handshake>> hs = reader_.Next();
+    if (!hs.ok()) {
+      Refuse(hs.status());
+      return;
+    }
+    if (!hs->has_value()) {
+      return;
+    }
+    const std::optional<NodeId> dialed =
+        incoming() ? std::nullopt : std::optional<NodeId>(peer_.node);
+    if (absl::Status status = CheckHandshake(**hs, settings_.identity, dialed); !status.ok()) {
+      Refuse(status);
+      return;
+    }
+    if (incoming() && !reader_.rest().empty()) {
+      Refuse(absl::DataLossError("bytes after the handshake, before our reply"));
+      return;
+    }
+    complete_ = true;
+    peer_handshake_ = std::move(**hs);
+    MaybeHandOver();
+  }
+
+  // The listener forwarded everything it still had for the connection.
+  void HandleListenerDone(EventPtr<EvHandoverEnd> ev) {
+    if (ev->sender() != listener_ || gate_.idle()) {
+      return;
+    }
+    for (EventHandlePtr& held : gate_.End()) {
+      if (handed_ != 0) {
+        Forward(held);  // older than anything the transport sends the proxy; before our fence
+        continue;
+      }
+      HandleConnectionEvent(held);
+      if (conn_ == 0 && handed_ == 0) {
+        return;  // refused or down: this actor has ended
+      }
+    }
+    MaybeHandOver();
+  }
+
+  void HandleTimeout(EventPtr<EvWakeup> /*ev*/) {
+    const std::string waited = absl::FormatDuration(settings_.timeout);
+    if (incoming()) {
+      Refuse(absl::DeadlineExceededError(absl::StrCat("no handshake within ", waited)));
+      return;
+    }
+    TROUPE_LOG(kWarn, kInterconnect)
+        << "node " << peer_.node << " did not answer the handshake within " << waited
+        << ": dialling again";
+    Fail(Kind::kTimeout, absl::DeadlineExceededError(absl::StrCat("no handshake within ", waited)));
+  }
+
+  // Refuses the peer's bytes: logged with the reason, the connection closed.
+  void Refuse(const absl::Status& reason) {
+    if (incoming()) {
+      TROUPE_LOG(kWarn, kInterconnect)
+          << "refused incoming connection " << conn_ << ": " << reason.message();
+      settings_.transport->Close(conn_);
+      conn_ = 0;
+      PassAway();
+      return;
+    }
+    TROUPE_LOG(kWarn, kInterconnect)
+        << "closing the connection to node " << peer_.node << ": " << reason.message();
+    Fail(Kind::kRefused, reason);
+  }
+
+  // Outgoing: closes the connection and tells the proxy.
+  void Fail(Kind kind, absl::Status reason) {
+    if (conn_ != 0) {
+      settings_.transport->Close(conn_);
+      conn_ = 0;
+    }
+    Send(proxy_, std::make_unique<EvHandshakeFailed>(kind, std::move(reason)));
+    PassAway();
+  }
+
+  // -- handing the connection over
+  // ------------------------------------------------------------------
+
+  // Hands the checked connection to its proxy once nothing the listener forwards can still come.
+  void MaybeHandOver() {
+    if (!complete_ || !gate_.idle()) {
+      return;
+    }
+    ActorId proxy = proxy_;
+    if (incoming()) {
+      PeerChannel* channel = peers_->GetOrCreate(peer_handshake_.from_node());
+      if (channel == nullptr) {
+        Refuse(absl::UnavailableError("the interconnect is shutting down"));
+        return;
+      }
+      proxy = channel->proxy;
+    }
+    // handover.h: what the proxy needs first (ahead of anything the transport sends it), then the
+    // new owner, then our fence behind whatever the transport already sent us.
+    const ConnectionId connection = std::exchange(conn_, 0);
+    Send(proxy, std::make_unique<EvHandshakeDone>(connection, std::move(peer_handshake_),
+                                                  std::string(reader_.rest()), incoming()));
+    settings_.transport->SetOwner(connection, proxy);
+    handed_ = connection;
+    proxy_ = proxy;
+    Become(&HandshakeActor::StateHandedOver);
+    Send(SelfId(), std::make_unique<EvHandoverEnd>(connection));
+  }
+
+  TROUPE_STATE(StateHandedOver) {
+    switch (ev->type()) {
+      case EvBytesReceived::kEventType:
+      case EvConnectionDown::kEventType:
+        Forward(ev);
+        break;
+        TROUPE_HFUNC(EvHandoverEnd, HandleFence);
+      default:
+        break;  // the timeout; anything else is moot now
+    }
+  }
+
+  // Re-sends the connection's event to the proxy, from this actor (so its gate lets it through).
+  void Forward(EventHandlePtr& ev) {
+    if (EvBytesReceived* bytes = ev->Get<EvBytesReceived>();
+        bytes != nullptr && bytes->connection == handed_) {
+      Send(proxy_, std::make_unique<EvBytesReceived>(handed_, std::move(bytes->bytes)));
+    } else if (const EvConnectionDown* down = ev->Get<EvConnectionDown>();
+               down != nullptr && down->connection == handed_) {
+      Send(proxy_, std::make_unique<EvConnectionDown>(handed_, down->reason));
+    }
+  }
+
+  void HandleFence(EventPtr<EvHandoverEnd> ev) {
+    if (ev->sender() == SelfId()) {
+      Send(proxy_, std::make_unique<EvHandoverEnd>(handed_));
+      PassAway();
+    }
+  }
+
+  HandshakeSettings settings_;
+  // Outgoing: whom we dial, for which proxy, with what. Incoming: where proxies come from.
+  NodeEndpoint peer_;
+  ActorId proxy_;
+  proto::Handshake hello_;
+  std::shared_ptr<PeerTable> peers_;
+  // Incoming: the listener handing the connection to us.
+  ActorId listener_;
+  HandoverGate gate_;
+
+  ConnectionId conn_ = 0;
+  bool up_ = false;
+  HandshakeReader reader_;
+  bool complete_ = false;
+  proto::Handshake peer_handshake_;
+  ConnectionId handed_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Actor> MakeOutgoingHandshake(HandshakeSettings settings, NodeEndpoint peer,
+                                             const ActorId& proxy, proto::Handshake hello) {
+  return std::make_unique<HandshakeActor>(std::move(settings), std::move(peer), proxy,
+                                          std::move(hello));
+}
+
+std::unique_ptr<Actor> MakeIncomingHandshake(HandshakeSettings settings, ConnectionId connection,
+                                             const ActorId& listener,
+                                             std::shared_ptr<PeerTable> peers) {
+  return std::make_unique<HandshakeActor>(std::move(settings), connection, listener,
+                                          std::move(peers));
+}
+
+}  // namespace troupe::interconnect

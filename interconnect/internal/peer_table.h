@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The interconnect's peers: one PeerChannel per peer node, shared by the router (senders'
+// threads) and that peer's proxy actor, in a table that grows while the node runs.
+//
+// A channel is created, with its proxy, the first time anyone needs the peer: at start for every
+// member of the nameservice, when the nameservice announces a new member, when an event is routed
+// to a member without one, or when a member dials in. Channels are never removed while the
+// interconnect lives, so a channel pointer read from the table stays valid.
+//
+// Thread-safety: thread-safe. Find is lock-free (two acquire loads) for the router's hot path;
+// GetOrCreate takes a mutex on the slow path only.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+
+#include "actors/actor_id.h"
+#include "actors/actor_system.h"
+#include "actors/event.h"
+#include "actors/metrics.h"
+#include "actors/sync.h"
+
+namespace troupe::interconnect {
+
+// Counters of one peer's session, written by its proxy (relaxed: each is one independent number),
+// read through the node's metrics registry.
+struct SessionStats {
+  std::atomic<bool> up{false};
+  std::atomic<bool> connected{false};
+  std::atomic<uint64_t> sessions{0};
+  std::atomic<uint64_t> connections{0};
+  std::atomic<uint64_t> events_sent{0};
+  std::atomic<uint64_t> events_received{0};
+  std::atomic<uint64_t> bytes_written{0};
+  std::atomic<uint64_t> bytes_read{0};
+  std::atomic<uint64_t> frames_resent{0};
+  std::atomic<uint64_t> duplicates_dropped{0};
+  std::atomic<uint64_t> queued_events{0};
+  std::atomic<uint64_t> unacked_bytes{0};
+  std::atomic<uint64_t> backpressure_stalls{0};
+  std::atomic<uint64_t> protocol_errors{0};
+
+  static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
+    counter.fetch_add(by, std::memory_order_relaxed);
+  }
+  static void Set(std::atomic<uint64_t>& gauge, uint64_t value) {
+    gauge.store(value, std::memory_order_relaxed);
+  }
+};
+
+// What the router and one peer's proxy share.
+struct PeerChannel {
+  explicit PeerChannel(NodeId peer) : node(peer) {}
+
+  const NodeId node;
+  ActorId proxy;
+  troupe::Mutex mu;
+  // Serialized events waiting for the proxy, in the order they were routed.
+  std::vector<EventHandlePtr> queue ABSL_GUARDED_BY(mu);
+  // An EvKick is on its way to the proxy; the events routed meanwhile ride on it.
+  bool kicked ABSL_GUARDED_BY(mu) = false;
+  SessionStats stats;
+  // `stats` in the node's registry, labelled peer (see PublishMetrics).
+  std::vector<MetricsRegistry::Registration> metrics;
+
+  // Takes every queued event and clears the kick.
+  std::vector<EventHandlePtr> Take() {
+    troupe::MutexLock lock(&mu);
+    kicked = false;
+    return std::exchange(queue, {});
+  }
+  // Publishes `stats` as troupe_session_* metrics with the label peer.
+  void PublishMetrics(MetricsRegistry& registry);
+};
+
+class PeerTable {
+ public:
+  // Registers the proxy actor of a new channel and returns its id (empty on failure; the factory
+  // then leaves nothing running).
+  using ProxyFactory = std::function<ActorId(const std::shared_ptr<PeerChannel>& channel)>;
+
+  explicit PeerTable(ProxyFactory factory) : factory_(std::move(factory)) {}
+  ~PeerTable();
+  PeerTable(const PeerTable&) = delete;
+  PeerTable& operator=(const PeerTable&) = delete;
+  PeerTable(PeerTable&&) = delete;
+  PeerTable& operator=(PeerTable&&) = delete;
+
+  // Returns the channel of `node`, or null when it has none yet.
+  PeerChannel* Find(NodeId node) const {
+    if (node >= kMaxNodes) {
+      return nullptr;
+    }
+    // acquire: pairs with the releases in GetOrCreate; a channel seen is seen built.
+    const Chunk* chunk = chunks_[node >> kChunkBits].load(std::memory_order_acquire);
+    return chunk == nullptr ? nullptr
+                            : chunk->slots[node & (kChunkSize - 1)].load(std::memory_order_acquire);
+  }
+  // Returns the channel of `node`, creating it and its proxy first when it has none. Returns null
+  // after Close, for an impossible node id, or when the proxy cannot be registered.
+  PeerChannel* GetOrCreate(NodeId node);
+  // Refuses every later GetOrCreate and returns every channel.
+  std::vector<std::shared_ptr<PeerChannel>> Close();
+  // Returns every channel, in creation order.
+  std::vector<std::shared_ptr<PeerChannel>> Channels() const;
+
+ private:
+  static constexpr uint32_t kChunkBits = 10;
+  static constexpr uint32_t kChunkSize = 1u << kChunkBits;
+  static constexpr uint32_t kMaxNodes = 1u << 20;  // node ids are 20 bits (actor_id.h)
+  struct Chunk {
+    std::array<std::atomic<PeerChannel*>, kChunkSize> slots{};
+  };
+
+  const ProxyFactory factory_;
+  std::array<std::atomic<Chunk*>, kMaxNodes / kChunkSize> chunks_{};
+  mutable troupe::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::unique_ptr<Chunk>> owned_chunks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<PeerChannel>> channels_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace troupe::interconnect

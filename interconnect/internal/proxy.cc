@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "interconnect/internal/proxy.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+#include "actors/events.h"
+#include "actors/log.h"
+#include "actors/node_hooks.h"
+#include "actors/session_events.h"
+#include "interconnect/internal/events.h"
+#include "interconnect/internal/handover.h"
+#include "interconnect/internal/wire.h"
+
+namespace troupe::interconnect {
+namespace {
+
+using Stats = SessionStats;
+
+class Proxy final : public Actor {
+ public:
+  Proxy(SessionSettings settings, std::shared_ptr<PeerChannel> channel)
+      : Actor(&Proxy::StateWork),
+        settings_(std::move(settings)),
+        channel_(std::move(channel)),
+        stats_(channel_->stats),
+        out_(std::in_place, settings_.limits),
+        decoder_(
+            static_cast<uint32_t>(std::min<size_t>(settings_.limits.MaxPayload(), UINT32_MAX))) {}
+
+  ~Proxy() override {
+    if (conn_ != 0) {
+      settings_.transport->Close(conn_);
+    }
+  }
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+  Proxy(Proxy&&) = delete;
+  Proxy& operator=(Proxy&&) = delete;
+
+ private:
+  enum class Link : uint8_t { kNone, kDialing, kUp };
+
+  // EvWakeup tags: the periodic tick, and a redial after a refused connect.
+  static constexpr uint64_t kTick = 0;
+  static constexpr uint64_t kRedial = 1;
+  static constexpr absl::Duration kFirstRedialDelay = absl::Milliseconds(20);
+
+  void Bootstrap() override {
+    last_heard_ = Now();
+    waiting_since_ = Now();
+    ScheduleWakeup(settings_.heartbeat, kTick);
+    Dial();
+  }
+
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvKick, HandleKick);
+      TROUPE_HFUNC(EvHandshakeDone, HandleHandshakeDone);
+      TROUPE_HFUNC(EvHandshakeFailed, HandleHandshakeFailed);
+      TROUPE_HFUNC(EvHandoverEnd, HandleHandoverEnd);
+      case EvBytesReceived::kEventType:
+      case EvConnectionDown::kEventType:
+        if (gate_.Admit(ev)) {
+          HandleConnectionEvent(ev);
+        }
+        break;
+        TROUPE_HFUNC(EvWakeup, HandleTick);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  // -- events from the router --------------------------------------------------------------------
+
+  void HandleKick(EventPtr<EvKick> /*ev*/) {
+    if (!session_up() && !HasPendingWork()) {
+      waiting_since_ = Now();  // the wait for a session starts with its first event
+    }
+    for (EventHandlePtr& ev : channel_->Take()) {
+      if (ev->HasFlag(kSubscribeOnSession) && !ev->sender().IsEmpty() &&
+          subscribers_.insert(ev->sender()).second && session_up()) {
+        Send(ev->sender(), std::make_unique<EvNodeConnected>(settings_.peer));
+      }
+      if (absl::Status status = out_->Enqueue(ev); !status.ok()) {
+        ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kTooLarge);
+      }
+    }
+    Flush();
+  }
+
+  // -- connections -------------------------------------------------------------------------------
+
+  // Starts an outgoing handshake actor when this side dials and no connection is up or coming.
+  void Dial() {
+    if (!settings_.dials || link_ != Link::kNone) {
+      return;
+    }
+    std::optional<NodeEndpoint> endpoint = settings_.nameservice->Resolve(settings_.peer);
+    if (!endpoint.has_value()) {
+      TROUPE_LOG(kDebug, kInterconnect)
+          << "node " << settings_.peer << " has no address in the nameservice: not dialling";
+      return;
+    }
+    HandshakeSettings handshake{.identity = settings_.identity,
+                                .transport = settings_.transport,
+                                .timeout = HandshakeTimeout()};
+    handshake_ = Register(MakeOutgoingHandshake(std::move(handshake), std::move(*endpoint),
+                                                SelfId(), MakeHandshake(peer_incarnation_)),
+                          settings_.handshakes);
+    if (!handshake_.IsEmpty()) {
+      link_ = Link::kDialing;
+    }
+  }
+
+  // A handshake actor hands over a checked connection (handover.h).
+  void HandleHandshakeDone(EventPtr<EvHandshakeDone> ev) {
+    const EvHandshakeDone& done = *ev.Get();
+    if (!done.incoming && (link_ != Link::kDialing || ev->sender() != handshake_)) {
+      settings_.transport->Close(done.connection);  // a dial we gave up on
+      return;
+    }
+    if (done.incoming && conn_ != 0) {
+      TROUPE_LOG(kInfo, kInterconnect)
+          << "node " << settings_.peer << " connected again: the new connection replaces the old";
+      DropConnection();
+    }
+    handshake_ = ActorId();
+    conn_ = done.connection;
+    gate_.Begin(ev->sender());
+    last_heard_ = Now();
+    const proto::Handshake& hs = done.handshake;
+    const bool resume = StartOrResume(hs);
+    if (done.incoming) {
+      std::string bytes;
+      AppendHandshake(MakeHandshake(resume ? hs.incarnation() : 0), &bytes);
+      Write(std::move(bytes));
+    } else {
+      decoder_.Append(done.rest);
+    }
+    LinkUp(resume ? hs.received() : 0);
+    if (!done.incoming && link_ == Link::kUp) {
+      ProcessFrames();
+    }
+  }
+
+  void HandleHandshakeFailed(EventPtr<EvHandshakeFailed> ev) {
+    if (link_ != Link::kDialing || ev->sender() != handshake_) {
+      return;
+    }
+    handshake_ = ActorId();
+    link_ = Link::kNone;
+    switch (ev.Get()->kind) {
+      case EvHandshakeFailed::Kind::kUnreachable:
+        // Refused (the peer is not listening yet, or restarting): try again soon, backing off.
+        if (!redial_pending_) {
+          redial_pending_ = true;
+          ScheduleWakeup(redial_delay_, kRedial);
+          redial_delay_ = std::min(redial_delay_ * 2, settings_.heartbeat);
+        }
+        break;
+      case EvHandshakeFailed::Kind::kTimeout:
+        Dial();  // a black hole or a stuck relay: a new connection may fare better
+        break;
+      case EvHandshakeFailed::Kind::kRefused:
+        Stats::Bump(stats_.protocol_errors);
+        break;
+      case EvHandshakeFailed::Kind::kDown:
+        break;  // the next tick dials again
+    }
+  }
+
+  // The handshake actor forwarded everything it still had for the connection.
+  void HandleHandoverEnd(EventPtr<EvHandoverEnd> ev) {
+    if (ev.Get()->connection != conn_ || gate_.idle()) {
+      return;
+    }
+    for (EventHandlePtr& held : gate_.End()) {
+      HandleConnectionEvent(held);
+    }
+  }
+
+  void HandleConnectionEvent(EventHandlePtr& ev) {
+    if (const EvBytesReceived* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
+      HandleBytes(*bytes);
+    } else if (const EvConnectionDown* down = ev->Get<EvConnectionDown>(); down != nullptr) {
+      HandleConnectionDown(*down);
+    }
+  }
+
+  void HandleBytes(const EvBytesReceived& ev) {
+    if (ev.connection != conn_ || link_ != Link::kUp) {
+      return;  // a connection we left
+    }
+    Stats::Bump(stats_.bytes_read, ev.bytes.size());
+    last_heard_ = Now();
+    decoder_.Append(ev.bytes);
+    ProcessFrames();
+  }
+
+  void HandleConnectionDown(const EvConnectionDown& ev) {
+    if (ev.connection != conn_) {
+      return;
+    }
+    const bool was_up = link_ == Link::kUp;
+    if (was_up) {
+      TROUPE_LOG(kInfo, kInterconnect)
+          << "connection to node " << settings_.peer << " down: " << ev.reason.message();
+    }
+    conn_ = 0;
+    ResetLink();
+    if (was_up) {
+      Dial();  // at once: a cut connection usually comes back
+    }
+  }
+
+  // -- the session --------------------------------------------------------------------------------
+
+  bool session_up() const { return peer_incarnation_ != 0; }
+
+  // Events or subscribers wait for (or ride on) a session.
+  bool HasPendingWork() const {
+    return out_->queued_events() > 0 || out_->unacked_frames() > 0 || !subscribers_.empty();
+  }
+
+  // A peer that accepted our connection answers the handshake at once; one that does not (a
+  // black hole, a stuck relay) is redialled after two heartbeats rather than the whole timeout.
+  absl::Duration HandshakeTimeout() const {
+    return std::min(2 * settings_.heartbeat, settings_.dead_timeout);
+  }
+
+  proto::Handshake MakeHandshake(uint64_t peer_incarnation) const {
+    proto::Handshake hs;
+    hs.set_protocol_version(kProtocolVersion);
+    hs.set_cluster_id(settings_.identity.cluster_id);
+    hs.set_from_node(settings_.identity.node);
+    hs.set_to_node(settings_.peer);
+    hs.set_incarnation(settings_.identity.incarnation);
+    hs.set_peer_incarnation(peer_incarnation);
+    hs.set_received(in_.received());
+    return hs;
+  }
+
+  // Decides from the peer's handshake whether this connection resumes the living session (both
+  // sides name each other's incarnation) or starts a new one, ending the old. Returns true to
+  // resume.
+  bool StartOrResume(const proto::Handshake& hs) {
+    const bool resume = session_up() && hs.incarnation() == peer_incarnation_ &&
+                        hs.peer_incarnation() == settings_.identity.incarnation;
+    if (resume) {
+      return true;
+    }
+    if (session_up()) {
+      EndSession(hs.incarnation() != peer_incarnation_
+                     ? "the peer restarted"
+                     : "the peer lost the session (it timed out on its side)");
+    }
+    peer_incarnation_ = hs.incarnation();
+    in_ = InboundStream();
+    ack_sent_ = 0;
+    Stats::Bump(stats_.sessions);
+    stats_.up.store(true, std::memory_order_relaxed);
+    TROUPE_LOG(kInfo, kInterconnect) << "session with node " << settings_.peer
+                                     << " up (peer incarnation " << peer_incarnation_ << ")";
+    for (const ActorId& subscriber : subscribers_) {
+      Send(subscriber, std::make_unique<EvNodeConnected>(settings_.peer));
+    }
+    return false;
+  }
+
+  // The connection carries the session from now on: resend what the peer has not received.
+  void LinkUp(uint64_t peer_received) {
+    link_ = Link::kUp;
+    redial_delay_ = kFirstRedialDelay;
+    last_heard_ = Now();
+    Stats::Bump(stats_.connections);
+    stats_.connected.store(true, std::memory_order_relaxed);
+    std::string bytes;
+    if (absl::Status status = out_->Resend(peer_received, &bytes); !status.ok()) {
+      EndSession(absl::StrCat("the peer's resume point is impossible: ", status.message()));
+      DropConnection();
+      return;
+    }
+    Stats::Bump(stats_.frames_resent, out_->unacked_frames());
+    if (!bytes.empty()) {
+      Write(std::move(bytes));
+    }
+    Flush();
+  }
+
+  void ProcessFrames() {
+    Frame frame;
+    const NodeId self = settings_.identity.node;
+    while (true) {
+      absl::StatusOr<bool> got = decoder_.Next(&frame);
+      if (!got.ok()) {
+        ProtocolError(got.status());
+        return;
+      }
+      if (!*got) {
+        break;
+      }
+      if (frame.kind == FrameKind::kData) {
+        absl::StatusOr<InboundStream::Verdict> verdict = in_.Accept(frame.sequence);
+        if (!verdict.ok()) {
+          ProtocolError(verdict.status());
+          return;
+        }
+        if (*verdict == InboundStream::Verdict::kDuplicate) {
+          Stats::Bump(stats_.duplicates_dropped);
+        } else {
+          absl::Status decoded = DecodeEvents(frame, [&](EventHandlePtr ev) {
+            if (ev->recipient().node_id() != self) {
+              TROUPE_LOG(kWarn, kInterconnect)
+                  << "node " << settings_.peer << " sent " << ev->ToString()
+                  << ", not addressed to this node (" << self << "): dropped";
+              return;
+            }
+            Stats::Bump(stats_.events_received);
+            Send(std::move(ev));
+          });
+          if (!decoded.ok()) {
+            ProtocolError(decoded);
+            return;
+          }
+        }
+      }
+      if (absl::Status status = out_->Acknowledge(frame.ack); !status.ok()) {
+        ProtocolError(status);
+        return;
+      }
+    }
+    Flush();
+  }
+
+  // Packs queued events into frames (as far as backpressure allows) and writes them, with an
+  // acknowledgement of what we received.
+  void Flush() {
+    Stats::Set(stats_.queued_events, out_->queued_events());
+    if (link_ != Link::kUp) {
+      return;
+    }
+    std::string bytes;
+    const bool was_blocked = out_->blocked();
+    const size_t queued = out_->queued_events();
+    out_->Pack(in_.received(), &bytes);
+    Stats::Bump(stats_.events_sent, queued - out_->queued_events());
+    if (!was_blocked && out_->blocked()) {
+      Stats::Bump(stats_.backpressure_stalls);
+    }
+    if (bytes.empty() && in_.received() > ack_sent_) {
+      AppendControlFrame(in_.received(), &bytes);
+    }
+    if (!bytes.empty()) {
+      ack_sent_ = in_.received();
+      Write(std::move(bytes));
+    }
+    Stats::Set(stats_.queued_events, out_->queued_events());
+    Stats::Set(stats_.unacked_bytes, out_->unacked_bytes());
+  }
+
+  void Write(std::string bytes) {
+    Stats::Bump(stats_.bytes_written, bytes.size());
+    last_written_ = Now();
+    settings_.transport->Write(conn_, std::move(bytes));
+  }
+
+  // Heartbeats, dead-peer detection, redialling.
+  void HandleTick(EventPtr<EvWakeup> ev) {
+    if (ev.Get()->tag == kRedial) {
+      redial_pending_ = false;
+      Dial();
+      return;
+    }
+    const absl::Time now = Now();
+    const bool silent = now - last_heard_ > settings_.dead_timeout;
+    if (silent && link_ == Link::kUp) {
+      TROUPE_LOG(kWarn, kInterconnect) << "node " << settings_.peer << " silent for "
+                                       << (now - last_heard_) << ": closing the connection";
+      DropConnection();
+    }
+    const bool pending = HasPendingWork();
+    if (session_up()) {
+      if (silent) {
+        EndSession(absl::StrCat("no sign of life for ", absl::FormatDuration(now - last_heard_)));
+      }
+    } else if (!pending) {
+      waiting_since_ = now;
+    } else if (now - waiting_since_ > settings_.dead_timeout) {
+      EndSession(
+          absl::StrCat("could not reach it for ", absl::FormatDuration(now - waiting_since_)));
+    }
+    if (link_ == Link::kUp && now - last_written_ >= settings_.heartbeat) {
+      std::string bytes;
+      AppendControlFrame(in_.received(), &bytes);
+      ack_sent_ = in_.received();
+      Write(std::move(bytes));
+    }
+    Dial();
+    ScheduleWakeup(settings_.heartbeat, kTick);
+  }
+
+  // Ends the session: reports every event it holds and tells the subscribers.
+  void EndSession(std::string_view reason) {
+    size_t reported = 0;
+    out_->Fail([&](EventHandlePtr ev, bool unsure) {
+      ++reported;
+      ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kDisconnected, unsure);
+    });
+    out_.emplace(settings_.limits);
+    in_ = InboundStream();
+    ack_sent_ = 0;
+    TROUPE_LOG(kWarn, kInterconnect)
+        << "session with node " << settings_.peer << " ended: " << reason << " (" << reported
+        << " events not known delivered)";
+    for (const ActorId& subscriber : subscribers_) {
+      Send(subscriber, std::make_unique<EvNodeDisconnected>(settings_.peer));
+    }
+    subscribers_.clear();
+    peer_incarnation_ = 0;
+    waiting_since_ = Now();
+    stats_.up.store(false, std::memory_order_relaxed);
+    Stats::Set(stats_.queued_events, 0);
+    Stats::Set(stats_.unacked_bytes, 0);
+  }
+
+  // Closes the connection for a fault of the peer's bytes; the session lives on (a redial resends
+  // what was lost).
+  void ProtocolError(const absl::Status& status) {
+    Stats::Bump(stats_.protocol_errors);
+    TROUPE_LOG(kWarn, kInterconnect)
+        << "closing the connection to node " << settings_.peer << ": " << status.message();
+    DropConnection();
+  }
+
+  void DropConnection() {
+    if (conn_ != 0) {
+      settings_.transport->Close(conn_);
+      conn_ = 0;
+    }
+    ResetLink();
+  }
+
+  void ResetLink() {
+    if (link_ != Link::kDialing) {
+      link_ = Link::kNone;
+    }
+    decoder_.Reset();
+    gate_.Reset();
+    stats_.connected.store(false, std::memory_order_relaxed);
+  }
+
+  const SessionSettings settings_;
+  const std::shared_ptr<PeerChannel> channel_;
+  SessionStats& stats_;
+
+  // The session: streams, the peer's incarnation (0: none), subscribers.
+  std::optional<OutboundStream> out_;
+  InboundStream in_;
+  uint64_t ack_sent_ = 0;
+  uint64_t peer_incarnation_ = 0;
+  absl::flat_hash_set<ActorId> subscribers_;
+
+  // The connection carrying it, and the handshake actor dialling one (kDialing).
+  Link link_ = Link::kNone;
+  ConnectionId conn_ = 0;
+  ActorId handshake_;
+  // Events of conn_ straight from the transport wait here while the handshake actor forwards
+  // what it still had (handover.h).
+  HandoverGate gate_;
+  FrameDecoder decoder_;
+  // Backoff of redials after refused connects (reset when a connection carries the session).
+  absl::Duration redial_delay_ = kFirstRedialDelay;
+  bool redial_pending_ = false;
+
+  absl::Time last_heard_;
+  absl::Time last_written_;
+  // When a session-less proxy started holding work (events, subscribers).
+  absl::Time waiting_since_;
+};
+
+}  // namespace
+
+std::unique_ptr<Actor> MakeProxy(SessionSettings settings, std::shared_ptr<PeerChannel> channel) {
+  return std::make_unique<Proxy>(std::move(settings), std::move(channel));
+}
+
+}  // namespace troupe::interconnect

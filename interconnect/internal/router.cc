@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "interconnect/internal/router.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+
+#include "actors/log.h"
+#include "interconnect/internal/events.h"
+
+namespace troupe::interconnect {
+
+void Router::Route(EventHandlePtr ev) {
+  // acquire: pairs with the release in Close; a router seen closed is drained or draining.
+  if (closed_.load(std::memory_order_acquire)) {
+    ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kShutdown);
+    return;
+  }
+  PeerChannel* channel = ChannelFor(ev->recipient().node_id());
+  if (channel == nullptr) {
+    ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kNoRoute);
+    return;
+  }
+  if (ev->HasEvent()) {
+    if (absl::Status status = ev->Serialize(); !status.ok()) {
+      TROUPE_LOG(kDebug, kInterconnect) << ev->ToString() << " cannot cross nodes: " << status;
+      ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kNotSerializable);
+      return;
+    }
+  }
+  if (ev->bytes().size() > max_event_size_) {
+    ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kTooLarge);
+    return;
+  }
+  bool kick = false;
+  {
+    troupe::MutexLock lock(&channel->mu);
+    channel->queue.push_back(std::move(ev));
+    kick = !std::exchange(channel->kicked, true);
+  }
+  if (kick) {
+    system_->Send(
+        std::make_unique<EventHandle>(channel->proxy, ActorId(), std::make_unique<EvKick>()));
+  }
+}
+
+PeerChannel* Router::ChannelFor(NodeId node) {
+  if (PeerChannel* channel = peers_->Find(node); channel != nullptr) [[likely]] {
+    return channel;
+  }
+  if (node == system_->node_id() || !nameservice_->Resolve(node).has_value()) {
+    return nullptr;
+  }
+  return peers_->GetOrCreate(node);
+}
+
+void Router::Close() {
+  closed_.store(true, std::memory_order_release);
+  for (const std::shared_ptr<PeerChannel>& channel : peers_->Close()) {
+    for (EventHandlePtr& ev : channel->Take()) {
+      ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kShutdown);
+    }
+  }
+}
+
+}  // namespace troupe::interconnect

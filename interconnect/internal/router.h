@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Router: the node's RemoteRouter (actors/node_hooks.h). It runs on the senders' threads and hands
+// each event whose recipient lives on another node to that node's proxy:
+//   | situation                                  | fate                                       |
+//   |--------------------------------------------|--------------------------------------------|
+//   | the interconnect is shutting down          | Undelivered{kShutdown}                     |
+//   | the node is not a member (nameservice)     | Undelivered{kNoRoute}                      |
+//   | a local event (no protobuf body)           | Undelivered{kNotSerializable}              |
+//   | serialized larger than max_event_size      | Undelivered{kTooLarge}                     |
+//   | otherwise                                  | the peer's channel, and one EvKick to its  |
+//   |                                            | proxy per batch routed while none is on    |
+//   |                                            | its way                                    |
+// The event is serialized here, on the sender's thread. A member without a channel gets one (and
+// a proxy) on the first event routed to it.
+//
+// Thread-safety: thread-safe; Route never blocks beyond the channel's short critical section.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+
+#include "actors/actor_system.h"
+#include "actors/event.h"
+#include "actors/node_hooks.h"
+#include "interconnect/internal/peer_table.h"
+#include "interconnect/nameservice.h"
+
+namespace troupe::interconnect {
+
+class Router final : public RemoteRouter {
+ public:
+  Router(ActorSystem* system, std::shared_ptr<PeerTable> peers,
+         std::shared_ptr<Nameservice> nameservice, size_t max_event_size)
+      : system_(system),
+        peers_(std::move(peers)),
+        nameservice_(std::move(nameservice)),
+        max_event_size_(max_event_size) {}
+
+  void Route(EventHandlePtr ev) override;
+  // Refuses every later event and reports those still queued in channels as kShutdown.
+  void Close();
+
+ private:
+  // The channel of `node`: found, or created for a member of the nameservice; null otherwise.
+  PeerChannel* ChannelFor(NodeId node);
+
+  ActorSystem* const system_;
+  const std::shared_ptr<PeerTable> peers_;
+  const std::shared_ptr<Nameservice> nameservice_;
+  const size_t max_event_size_;
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace troupe::interconnect
