@@ -128,6 +128,12 @@ absl::Status ActorSystem::Resume(const ActorId& actor) {
 }
 
 absl::Status ActorSystem::RegisterService(const ActorId& service, const ActorId& actor) {
+  if (!actor.IsEmpty() && !actor.IsService() && actor.node_id() != 0 &&
+      actor.node_id() != runtime_->node_id()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RegisterService: ", actor.ToString(), " lives on node ", actor.node_id(),
+                     "; a service of node ", runtime_->node_id(), " maps to a local actor"));
+  }
   return runtime_->services().Register(service, actor);
 }
 

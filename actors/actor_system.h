@@ -144,8 +144,8 @@ class ActorSystem {
   // -- services ---------------------------------------------------------------------------------
 
   // Maps a ServiceId to a local actor (replacing an earlier mapping; an empty actor removes it).
-  // kInvalidArgument when `service` is not a service id or `actor` is one; kResourceExhausted when
-  // the table is full.
+  // kInvalidArgument when `service` is not a service id, `actor` is one, or `actor` lives on
+  // another node; kResourceExhausted when the table is full.
   absl::Status RegisterService(const ActorId& service, const ActorId& actor);
   // Returns the actor registered for `service`, or an empty id.
   ActorId LookupService(const ActorId& service) const;
