@@ -19,6 +19,7 @@
 #include "actors/events.h"
 #include "actors/log.h"
 #include "actors/session_events.h"
+#include "actors/testing/actors.h"
 
 namespace troupe::examples {
 
@@ -54,26 +55,8 @@ void AddHistogramProto(const google::protobuf::RepeatedPtrField<HistogramBucket>
 
 namespace {
 
-// Answers every ping with a pong carrying the same body and cookie.
-class Echo final : public Actor {
- public:
-  Echo() : Actor(&Echo::StateWork) {}
-
- private:
-  TROUPE_STATE(StateWork) {
-    switch (ev->type()) {
-      TROUPE_HFUNC(EvEchoPing, HandlePing);
-      default:
-        Unhandled(ev);
-    }
-  }
-
-  void HandlePing(EventPtr<EvEchoPing> ev) {
-    auto pong = std::make_unique<EvEchoPong>();
-    pong->record = ev.Get()->record;
-    Send(ev->sender(), std::move(pong), kNoFlags, ev->cookie());
-  }
-};
+// Answers every ping with a pong carrying the same body and cookie (the shared test actor).
+using Echo = testing::Echo<EvEchoPing, EvEchoPong>;
 
 // Acknowledges data events; tracks, per sending actor, the next expected sequence number.
 class LoadReceiver final : public Actor {

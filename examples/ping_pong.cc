@@ -12,13 +12,14 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 #include "actors/actor.h"
 #include "actors/actor_system.h"
 #include "actors/config.h"
+#include "actors/sync.h"
+#include "actors/testing/actors.h"
 
 ABSL_FLAG(int, pairs, 1, "ping-pong pairs running at once");
 ABSL_FLAG(int, seconds, 3, "how long to run");
@@ -28,69 +29,14 @@ namespace {
 
 enum : troupe::EventType {
   kEvBall = troupe::EventSpaceBegin(troupe::kUserEventSpace),
-  kEvStop,
 };
 
 struct EvBall : troupe::EventLocal<EvBall, kEvBall> {};
-struct EvStop : troupe::EventLocal<EvStop, kEvStop> {};
 
-std::atomic<uint64_t> g_round_trips{0};
-
-// Returns every ball it receives; the server side of a pair.
-class Ponger : public troupe::Actor {
- public:
-  Ponger() : Actor(&Ponger::StateWork) {}
-
- private:
-  TROUPE_STATE(StateWork) {
-    switch (ev->type()) {
-      case kEvBall:
-        // Reuse the handle: no allocation per bounce.
-        Forward(ev, ev->sender());
-        break;
-      default:
-        Unhandled(ev);
-    }
-  }
-};
-
-// Serves a ball to its ponger and counts the returns until told to stop.
-class Pinger : public troupe::Actor {
- public:
-  Pinger(troupe::ActorId ponger, absl::Notification* done)
-      : Actor(&Pinger::StateWork), ponger_(ponger), done_(done) {}
-
- private:
-  void Bootstrap() override {
-    Send(std::make_unique<troupe::EventHandle>(ponger_, SelfId(), std::make_unique<EvBall>()));
-  }
-
-  TROUPE_STATE(StateWork) {
-    switch (ev->type()) {
-      case kEvBall:
-        if (++local_ == 1024) {
-          g_round_trips.fetch_add(local_, std::memory_order_relaxed);
-          local_ = 0;
-        }
-        if (!stopping_) {
-          Forward(ev, ponger_);
-        } else {
-          done_->Notify();
-        }
-        break;
-      case kEvStop:
-        stopping_ = true;
-        break;
-      default:
-        Unhandled(ev);
-    }
-  }
-
-  troupe::ActorId ponger_;
-  absl::Notification* done_;
-  uint64_t local_ = 0;
-  bool stopping_ = false;
-};
+// The shared test actors (actors/testing/actors.h): a ponger returns every ball to its sender; a
+// pinger serves one and returns it until told to stop, counting round trips.
+using Ponger = troupe::testing::Ponger<EvBall>;
+using Pinger = troupe::testing::Pinger<EvBall>;
 
 }  // namespace
 
@@ -119,12 +65,15 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::vector<std::unique_ptr<absl::Notification>> done;
-  std::vector<troupe::ActorId> pingers;
+  std::atomic<uint64_t> round_trips{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::unique_ptr<troupe::Notification>> done;
   for (int i = 0; i < pairs; ++i) {
-    done.push_back(std::make_unique<absl::Notification>());
+    done.push_back(std::make_unique<troupe::Notification>());
     const troupe::ActorId ponger = (*system)->Register(std::make_unique<Ponger>());
-    pingers.push_back((*system)->Register(std::make_unique<Pinger>(ponger, done.back().get())));
+    (*system)->Register(std::make_unique<Pinger>(
+        ponger,
+        Pinger::Options{.stop = &stop, .round_trips = &round_trips, .done = done.back().get()}));
   }
 
   std::printf("ping_pong: %d pair(s) on node %u for %d s\n", pairs, (*system)->node_id(), seconds);
@@ -132,14 +81,13 @@ int main(int argc, char** argv) {
   uint64_t last = 0;
   for (int s = 1; s <= seconds; ++s) {
     absl::SleepFor(start + absl::Seconds(s) - absl::Now());
-    const uint64_t now = g_round_trips.load(std::memory_order_relaxed);
+    const uint64_t now = round_trips.load(std::memory_order_relaxed);
     std::printf("  second %d: %.2f M round trips/s\n", s, static_cast<double>(now - last) / 1e6);
     std::fflush(stdout);
     last = now;
   }
-  for (const troupe::ActorId& pinger : pingers) {
-    (*system)->Send(pinger, std::make_unique<EvStop>());
-  }
+  // relaxed: the flag only ends the games; `done` orders their last counts.
+  stop.store(true, std::memory_order_relaxed);
   for (auto& notification : done) {
     if (!notification->WaitForNotificationWithTimeout(absl::Seconds(10))) {
       std::fprintf(stderr, "ping_pong: a pair did not stop within 10 s\n");
@@ -147,7 +95,7 @@ int main(int argc, char** argv) {
     }
   }
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
-  const uint64_t total = g_round_trips.load(std::memory_order_relaxed);
+  const uint64_t total = round_trips.load(std::memory_order_relaxed);
   (*system)->Stop();
   std::printf("ping_pong: %.2f M round trips/s on average (%llu in %.2f s)\n",
               static_cast<double>(total) / elapsed / 1e6, static_cast<unsigned long long>(total),

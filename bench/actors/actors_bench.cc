@@ -73,6 +73,7 @@
 #include "actors/event.h"
 #include "actors/events.h"
 #include "actors/sync.h"
+#include "actors/testing/actors.h"
 #include "bench/sanitized.h"
 #include "proto/config.pb.h"
 
@@ -267,22 +268,8 @@ void RunSplitBatches(benchmark::State& state, std::unique_ptr<troupe::ActorSyste
 
 // -- ping-pong -----------------------------------------------------------------------------------
 
-// Returns every ball to its sender.
-class Ponger : public troupe::Actor {
- public:
-  Ponger() : Actor(&Ponger::StateWork) {}
-
- private:
-  TROUPE_STATE(StateWork) {
-    switch (ev->type()) {
-      case kEvBall:
-        Forward(ev, ev->sender());  // the ball keeps its sender: the pinger
-        break;
-      default:
-        Unhandled(ev);
-    }
-  }
-};
+// Returns every ball to its sender (Forward: the ball keeps its sender, the pinger).
+using Ponger = troupe::testing::Ponger<EvBall>;
 
 // On EvStart{n}: serves one ball and returns it n times, then arrives at the completion.
 class Pinger : public troupe::Actor {

@@ -213,7 +213,7 @@ TEST(ConfigTest, MalformedTextNamesLine) {
 }
 
 TEST(ConfigTest, MissingFileIsNotFound) {
-  const std::string path = testing::TempDir() + "/troupe_config_test_does_not_exist.conf";
+  const std::string path = ::testing::TempDir() + "/troupe_config_test_does_not_exist.conf";
   std::remove(path.c_str());
   const absl::StatusOr<proto::ActorSystemConfig> config = LoadConfigFile(path);
   ASSERT_FALSE(config.ok());
@@ -222,8 +222,8 @@ TEST(ConfigTest, MissingFileIsNotFound) {
 }
 
 TEST(ConfigTest, LoadsFileAndPrefixesErrorsWithPath) {
-  const std::string good = testing::TempDir() + "/troupe_config_test_good.conf";
-  const std::string bad = testing::TempDir() + "/troupe_config_test_bad.conf";
+  const std::string good = ::testing::TempDir() + "/troupe_config_test_good.conf";
+  const std::string bad = ::testing::TempDir() + "/troupe_config_test_bad.conf";
   {
     std::ofstream out(good);
     out << "node_id: 7\npools { name: \"Only\" threads: 2 }\n";

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Helpers shared by the actors_ut tests: a small node config, sanitizer-aware sizes and deadlines,
-// bounded waits, and a Recorder actor that copies what it receives into a thread-safe Inbox.
+// Helpers shared by the test binaries (namespace troupe::testutil): a small node config,
+// sanitizer-aware sizes and deadlines, bounded waits, the EvValue/EvKick test events, and the
+// shared Recorder (actors/testing/actors.h) bound to EvValue with an Inbox that waits
+// WaitTimeout(). Interconnect helpers are in ut/interconnect/ic_test_util.h, socket probes in
+// ut/integration/socket_util.h, pool helpers in ut/actors/scheduling_util.h (same namespace).
 //
 // Nothing here sleeps: waits block on troupe::Mutex conditions with a deadline, or poll with
 // std::this_thread::yield() for a bounded time.
@@ -28,6 +31,7 @@
 #include "actors/event.h"
 #include "actors/events.h"
 #include "actors/sync.h"
+#include "actors/testing/actors.h"
 #include "proto/config.pb.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -150,123 +154,28 @@ struct EvValue final : EventLocal<EvValue, kEvValue> {
 // A bodyless trigger.
 struct EvKick final : EventLocal<EvKick, kEvKick> {};
 
+// A handle of EvValue{value} to `recipient`, with `value` as cookie too.
+inline EventHandlePtr ValueTo(const ActorId& recipient, uint64_t value,
+                              const ActorId& sender = ActorId(), uint32_t flags = kNoFlags) {
+  return std::make_unique<EventHandle>(recipient, sender, std::make_unique<EvValue>(value), flags,
+                                       value);
+}
+
 // -- Inbox and Recorder ---------------------------------------------------------------------------
 
-// What a Recorder saw of one event.
-struct Received {
-  EventType type = 0;
-  ActorId sender;
-  ActorId recipient;
-  uint64_t cookie = 0;
-  uint32_t flags = 0;
-  // EvValue::value or EvWakeup::tag.
-  uint64_t value = 0;
-  // EvUndelivered fields (reason 0 for other events).
-  UndeliveredReason reason = static_cast<UndeliveredReason>(0);
-  EventType source_type = 0;
-  uint64_t undelivered_cookie = 0;
-  bool unsure = false;
-  absl::Time at;
-};
+// The shared test actors' Recorder (actors/testing/actors.h), with EvValue::value in
+// Received::value and waits bounded by WaitTimeout().
+using Received = testing::Received;
+using Recorder = testing::Recorder<EvValue>;
 
-// A thread-safe list of received events that tests wait on.
-class Inbox {
+// A testing::Inbox whose waits default to WaitTimeout() (scaled under sanitizers).
+class Inbox : public testing::Inbox {
  public:
-  void Add(Received received) ABSL_LOCKS_EXCLUDED(mu_) {
-    troupe::MutexLock lock(&mu_);
-    events_.push_back(std::move(received));
-  }
-
-  // Waits until `predicate(events)` holds or `timeout` passes; returns whether it holds.
-  bool WaitFor(const std::function<bool(const std::vector<Received>&)>& predicate,
-               absl::Duration timeout = WaitTimeout()) ABSL_LOCKS_EXCLUDED(mu_) {
-    troupe::MutexLock lock(&mu_);
-    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return predicate(events_); };
-    return mu_.AwaitWithDeadline(absl::Condition(&ready), absl::Now() + timeout);
-  }
-
-  // Waits until at least `count` events of `type` arrived.
-  bool WaitForType(EventType type, size_t count = 1, absl::Duration timeout = WaitTimeout()) {
-    return WaitFor(
-        [type, count](const std::vector<Received>& events) {
-          size_t seen = 0;
-          for (const Received& r : events) {
-            seen += r.type == type ? 1 : 0;
-          }
-          return seen >= count;
-        },
-        timeout);
-  }
-
-  std::vector<Received> Snapshot() const ABSL_LOCKS_EXCLUDED(mu_) {
-    troupe::MutexLock lock(&mu_);
-    return events_;
-  }
-
-  // Returns the events of `type` received so far.
-  std::vector<Received> OfType(EventType type) const ABSL_LOCKS_EXCLUDED(mu_) {
-    troupe::MutexLock lock(&mu_);
-    std::vector<Received> out;
-    for (const Received& r : events_) {
-      if (r.type == type) {
-        out.push_back(r);
-      }
-    }
-    return out;
-  }
-
- private:
-  mutable troupe::Mutex mu_;
-  std::vector<Received> events_ ABSL_GUARDED_BY(mu_);
+  Inbox() : testing::Inbox(WaitTimeout()) {}
 };
 
 // Describes `ev` as a Received (called from the handler that holds it).
-inline Received Describe(EventHandle& ev) {
-  Received r;
-  r.type = ev.type();
-  r.sender = ev.sender();
-  r.recipient = ev.recipient();
-  r.cookie = ev.cookie();
-  r.flags = ev.flags();
-  r.at = absl::Now();
-  if (auto* value = ev.Get<EvValue>()) {
-    r.value = value->value;
-  } else if (auto* wakeup = ev.Get<EvWakeup>()) {
-    r.value = wakeup->tag;
-  } else if (auto* undelivered = ev.Get<EvUndelivered>()) {
-    r.reason = undelivered->reason;
-    r.source_type = undelivered->source_type;
-    r.undelivered_cookie = undelivered->cookie;
-    r.unsure = undelivered->unsure;
-  }
-  return r;
-}
-
-// Copies every event it receives (Bootstrap excluded) into an Inbox. EvPoison goes through
-// Unhandled, so poison ends it. Notifies `destroyed` from its destructor.
-class Recorder : public Actor {
- public:
-  explicit Recorder(Inbox* inbox, troupe::Notification* destroyed = nullptr)
-      : Actor(&Recorder::StateWork), inbox_(inbox), destroyed_(destroyed) {}
-  ~Recorder() override {
-    if (destroyed_ != nullptr) {
-      destroyed_->Notify();
-    }
-  }
-
- private:
-  TROUPE_STATE(StateWork) {
-    Received received = Describe(*ev);
-    received.at = Now();  // the node's clock: simulated under TestRuntime
-    inbox_->Add(std::move(received));
-    if (ev->type() == kEvPoison) {
-      Unhandled(ev);
-    }
-  }
-
-  Inbox* inbox_;
-  troupe::Notification* destroyed_;
-};
+inline Received Describe(EventHandle& ev) { return testing::Describe<EvValue>(ev); }
 
 // Ends on EvPoison (through Unhandled), drops anything else, and sets `*destroyed` when destroyed.
 class Mortal : public Actor {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Shared pieces of the interconnect's session tests: protobuf events that cross nodes, an echo
-// actor, a sequenced sender and a receiver that checks per-sender order, and cluster configs.
+// Shared pieces of the interconnect's session tests (ut/interconnect/) and of the integration
+// tests (ut/integration/), in namespace troupe::testutil like ut/actors/test_util.h: protobuf
+// events that cross nodes, the shared Echo bound to them, a sequenced sender and a receiver that
+// checks per-sender order, and cluster configs.
 #pragma once
 
 #include <cstdint>
@@ -22,11 +24,12 @@
 #include "actors/actor_id.h"
 #include "actors/event.h"
 #include "actors/sync.h"
+#include "actors/testing/actors.h"
 #include "interconnect/tcp_transport.h"
 #include "proto/config.pb.h"
 #include "ut/actors/test_events.pb.h"
 
-namespace troupe::ictest {
+namespace troupe::testutil {
 
 enum : EventType {
   kEvIcPing = EventSpaceBegin(kUserEventSpace + 7),
@@ -47,25 +50,8 @@ inline std::unique_ptr<EvIcData> MakeData(uint64_t seq, size_t padding = 0) {
   return ev;
 }
 
-// Answers every EvIcPing with an EvIcPong carrying the same payload.
-class Echo final : public Actor {
- public:
-  Echo() : Actor(&Echo::StateWork) {}
-
- private:
-  TROUPE_STATE(StateWork) {
-    switch (ev->type()) {
-      TROUPE_HFUNC(EvIcPing, HandlePing);
-      default:
-        Unhandled(ev);
-    }
-  }
-  void HandlePing(EventPtr<EvIcPing> ev) {
-    auto pong = std::make_unique<EvIcPong>();
-    pong->record = ev.Get()->record;
-    Send(ev->sender(), std::move(pong), kNoFlags, ev->cookie());
-  }
-};
+// Answers every EvIcPing with an EvIcPong carrying the same payload and cookie.
+using Echo = testing::Echo<EvIcPing, EvIcPong>;
 
 // What a SequenceChecker saw, per sender: thread-safe, read by the test.
 class SequenceLog {
@@ -231,4 +217,4 @@ class LoopbackPorts {
   std::map<std::pair<NodeId, NodeId>, uint16_t> redirects_;
 };
 
-}  // namespace troupe::ictest
+}  // namespace troupe::testutil

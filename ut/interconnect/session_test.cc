@@ -25,12 +25,12 @@
 namespace troupe::interconnect {
 namespace {
 
-using ictest::EvIcData;
-using ictest::EvIcPing;
-using ictest::EvIcPong;
 using testing::DispatchOptions;
 using testing::TestRuntime;
 using testing::TestRuntimeOptions;
+using testutil::EvIcData;
+using testutil::EvIcPing;
+using testutil::EvIcPong;
 
 constexpr ActorId kEcho = ServiceId("echo");
 
@@ -48,7 +48,7 @@ struct PipeCluster {
     options.nodes = nodes;
     options.seed = seed;
     options.simulated_interconnect = false;
-    options.config = ictest::ClusterConfig("node", ports);
+    options.config = testutil::ClusterConfig("node", ports);
     if (tune) {
       tune(*options.config.mutable_interconnect());
     }
@@ -63,7 +63,7 @@ struct PipeCluster {
       ASSERT_TRUE(ic.ok()) << ic.status();
       ics[node] = std::move(*ic);
       ASSERT_TRUE(
-          system.RegisterService(kEcho, system.Register(std::make_unique<ictest::Echo>())).ok());
+          system.RegisterService(kEcho, system.Register(std::make_unique<testutil::Echo>())).ok());
     };
     runtime = std::make_unique<TestRuntime>(std::move(options));
   }
@@ -157,10 +157,11 @@ TEST(SessionTest, RoutingErrorsAreReportedToTheSender) {
     ASSERT_TRUE(undelivered);
     EXPECT_EQ(undelivered->reason, reason) << UndeliveredReasonName(undelivered->reason);
   };
-  expect_undelivered(ictest::MakeData(1), ServiceId("echo", 9), UndeliveredReason::kNoRoute);
+  expect_undelivered(testutil::MakeData(1), ServiceId("echo", 9), UndeliveredReason::kNoRoute);
   expect_undelivered(std::make_unique<EvWakeup>(), ServiceId("echo", 2),
                      UndeliveredReason::kNotSerializable);
-  expect_undelivered(ictest::MakeData(1, 4000), ServiceId("echo", 2), UndeliveredReason::kTooLarge);
+  expect_undelivered(testutil::MakeData(1, 4000), ServiceId("echo", 2),
+                     UndeliveredReason::kTooLarge);
   // The session is unharmed: a ping still comes back.
   auto ping = std::make_unique<EvIcPing>();
   ping->record.set_seq(9);
@@ -176,13 +177,13 @@ TEST(SessionTest, ConnectionCutsLoseAndDuplicateNothing) {
     // 2 ms each way: with a batch sent every millisecond, every cut catches frames in flight.
     PipeCluster cluster(3, seed, nullptr, absl::Milliseconds(2));
     TestRuntime& rt = *cluster.runtime;
-    ictest::SequenceLog log;
+    testutil::SequenceLog log;
     constexpr uint64_t kCount = 3000;
-    const ActorId receiver2 = rt.Register(std::make_unique<ictest::SequenceChecker>(&log), 2);
-    const ActorId receiver3 = rt.Register(std::make_unique<ictest::SequenceChecker>(&log), 3);
-    rt.Register(std::make_unique<ictest::SequenceSender>(receiver2, kCount, 50), 1);
-    rt.Register(std::make_unique<ictest::SequenceSender>(receiver3, kCount, 50), 1);
-    rt.Register(std::make_unique<ictest::SequenceSender>(receiver2, kCount, 50), 3);
+    const ActorId receiver2 = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 2);
+    const ActorId receiver3 = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 3);
+    rt.Register(std::make_unique<testutil::SequenceSender>(receiver2, kCount, 50), 1);
+    rt.Register(std::make_unique<testutil::SequenceSender>(receiver3, kCount, 50), 1);
+    rt.Register(std::make_unique<testutil::SequenceSender>(receiver2, kCount, 50), 3);
     for (int cut = 1; cut <= 12; ++cut) {
       const uint64_t target = cut * 3 * kCount / 14;
       ASSERT_TRUE(
@@ -214,10 +215,10 @@ TEST(SessionTest, CorruptBytesCloseTheConnectionAndTheSessionRecovers) {
   PipeCluster cluster(2);
   TestRuntime& rt = *cluster.runtime;
   CapturingLogSink logs;
-  ictest::SequenceLog log;
-  const ActorId receiver = rt.Register(std::make_unique<ictest::SequenceChecker>(&log), 2);
+  testutil::SequenceLog log;
+  const ActorId receiver = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 2);
   ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
-  rt.Register(std::make_unique<ictest::SequenceSender>(receiver, 1000, 20), 1);
+  rt.Register(std::make_unique<testutil::SequenceSender>(receiver, 1000, 20), 1);
   ASSERT_TRUE(rt.DispatchUntil([&] { return log.total() >= 200; }, Within(absl::Seconds(5))));
   for (const ConnectionId id : cluster.network.ConnectionIds()) {
     cluster.network.CorruptNextWrite(id);
@@ -239,14 +240,14 @@ TEST(SessionTest, BackpressureBoundsUnacknowledgedBytes) {
     ic.set_dead_peer_timeout_ms(5000);
   });
   TestRuntime& rt = *cluster.runtime;
-  ictest::SequenceLog log;
-  const ActorId receiver = rt.Register(std::make_unique<ictest::SequenceChecker>(&log), 2);
+  testutil::SequenceLog log;
+  const ActorId receiver = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 2);
   ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
   for (const ConnectionId id : cluster.network.ConnectionIds()) {
     cluster.network.Stall(id);
   }
   constexpr uint64_t kCount = 400;  // 400 × 4 KiB = 1.6 MiB, 25 times the limit
-  rt.Register(std::make_unique<ictest::SequenceSender>(receiver, kCount, 40, 4096), 1);
+  rt.Register(std::make_unique<testutil::SequenceSender>(receiver, kCount, 40, 4096), 1);
   ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Session(1, 2).backpressure_stalls > 0; },
                                Within(absl::Seconds(1))));
   rt.AdvanceTime(absl::Seconds(1));
@@ -270,9 +271,9 @@ TEST(SessionTest, SilentPeerEndsTheSessionAndReportsEvents) {
   PipeCluster cluster(2);
   TestRuntime& rt = *cluster.runtime;
   const ActorId edge = rt.AllocateEdgeActor(1);
-  ictest::SequenceLog log;
-  const ActorId receiver = rt.Register(std::make_unique<ictest::SequenceChecker>(&log), 2);
-  rt.Send(std::make_unique<EventHandle>(receiver, edge, ictest::MakeData(1),
+  testutil::SequenceLog log;
+  const ActorId receiver = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 2);
+  rt.Send(std::make_unique<EventHandle>(receiver, edge, testutil::MakeData(1),
                                         kSubscribeOnSession | kTrackDelivery));
   ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeConnected>(edge, Within(absl::Seconds(5))));
   ASSERT_TRUE(rt.DispatchUntil([&] { return log.total() == 1; }, Within(absl::Seconds(1))));
@@ -281,7 +282,7 @@ TEST(SessionTest, SilentPeerEndsTheSessionAndReportsEvents) {
   }
   const absl::Time blackholed = rt.Now();
   for (uint64_t seq = 2; seq <= 6; ++seq) {
-    rt.Send(std::make_unique<EventHandle>(receiver, edge, ictest::MakeData(seq),
+    rt.Send(std::make_unique<EventHandle>(receiver, edge, testutil::MakeData(seq),
                                           kTrackDelivery | kGenerateUnsureUndelivered, seq));
   }
   auto disconnected = rt.GrabEdgeEvent<EvNodeDisconnected>(edge, Within(absl::Seconds(5)));
@@ -299,7 +300,8 @@ TEST(SessionTest, SilentPeerEndsTheSessionAndReportsEvents) {
   EXPECT_EQ(unsure, 5u) << "all five were sent into the black hole, none acknowledged";
   EXPECT_EQ(log.total(), 1u);
   // A new session replaces the dead one (both sides timed out: new streams).
-  rt.Send(std::make_unique<EventHandle>(receiver, edge, ictest::MakeData(7), kSubscribeOnSession));
+  rt.Send(
+      std::make_unique<EventHandle>(receiver, edge, testutil::MakeData(7), kSubscribeOnSession));
   ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeConnected>(edge, Within(absl::Seconds(5))));
   ASSERT_TRUE(rt.DispatchUntil([&] { return log.total() == 2; }, Within(absl::Seconds(5))));
   EXPECT_EQ(cluster.Session(1, 2).sessions, 2u);
@@ -311,7 +313,7 @@ TEST(SessionTest, UnreachablePeerReportsQueuedEventsAfterTheTimeout) {
   ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
   cluster.ics[2].reset();  // node 2's interconnect goes away: nothing answers any more
   const ActorId edge = rt.AllocateEdgeActor(1);
-  rt.Send(std::make_unique<EventHandle>(ServiceId("echo", 2), edge, ictest::MakeData(1),
+  rt.Send(std::make_unique<EventHandle>(ServiceId("echo", 2), edge, testutil::MakeData(1),
                                         kTrackDelivery | kSubscribeOnSession));
   auto undelivered = rt.GrabEdgeEvent<EvUndelivered>(edge, Within(absl::Seconds(5)));
   ASSERT_TRUE(undelivered);
@@ -327,9 +329,9 @@ TEST(SessionTest, SameSeedSameTrace) {
   for (uint64_t& fingerprint : fingerprints) {
     PipeCluster cluster(2, 42);
     TestRuntime& rt = *cluster.runtime;
-    ictest::SequenceLog log;
-    const ActorId receiver = rt.Register(std::make_unique<ictest::SequenceChecker>(&log), 2);
-    rt.Register(std::make_unique<ictest::SequenceSender>(receiver, 500, 25), 1);
+    testutil::SequenceLog log;
+    const ActorId receiver = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 2);
+    rt.Register(std::make_unique<testutil::SequenceSender>(receiver, 500, 25), 1);
     ASSERT_TRUE(rt.DispatchUntil([&] { return log.total() >= 500; }, Within(absl::Seconds(10))));
     fingerprint = rt.TraceFingerprint();
   }

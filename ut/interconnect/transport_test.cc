@@ -2,8 +2,6 @@
 //
 // The in-memory pipe transport, driven by the deterministic test runtime: connect and accept,
 // ordered bytes across nodes under simulated latency, and the faults it injects.
-#include "interconnect/testing/pipe_network.h"
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +11,7 @@
 
 #include "actors/testing/test_runtime.h"
 #include "interconnect/internal/wire.h"
+#include "interconnect/testing/pipe_network.h"
 
 namespace troupe::interconnect {
 namespace {

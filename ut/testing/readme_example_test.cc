@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 
 #include "actors/actor.h"
+#include "actors/testing/actors.h"
 #include "actors/testing/test_runtime.h"
 #include "ut/actors/test_events.pb.h"
 
@@ -18,23 +19,8 @@ struct EvPing : troupe::EventPB<EvPing, troupe::ut::TestPayload, kEvPing> {
   explicit EvPing(uint64_t seq) { record.set_seq(seq); }
 };
 
-// Sends every EvPing back to its sender.
-class Echo : public troupe::Actor {
- public:
-  Echo() : Actor(&Echo::StateWork) {}
-
- private:
-  TROUPE_STATE(StateWork) {
-    switch (ev->type()) {
-      TROUPE_HFUNC(EvPing, Handle);
-      default:
-        Unhandled(ev);
-    }
-  }
-  void Handle(troupe::EventPtr<EvPing> ev) {
-    Send(ev->sender(), std::make_unique<EvPing>(ev.Get()->record.seq()));
-  }
-};
+// Sends every EvPing back to its sender (the shared test actor of actors/testing/actors.h).
+using Echo = troupe::testing::Echo<EvPing>;
 
 // -- README begin
 TEST(EchoTest, RepliesAcrossNodesAndReportsAPartition) {

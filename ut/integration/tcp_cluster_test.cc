@@ -4,12 +4,6 @@
 // remote send and reply, services, ordering under load, cut/stall/blackhole through a relay,
 // peers killed and restarted, refused handshakes, garbage on the port, oversized events and
 // backpressure. Every wait is bounded.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -30,15 +24,17 @@
 #include "interconnect/interconnect.h"
 #include "interconnect/tcp_transport.h"
 #include "ut/actors/test_util.h"
-#include "ut/interconnect/fault_proxy.h"
+#include "ut/integration/fault_proxy.h"
+#include "ut/integration/socket_util.h"
 #include "ut/interconnect/ic_test_util.h"
 
 namespace troupe::interconnect {
 namespace {
 
-using ictest::EvIcPing;
-using ictest::EvIcPong;
+using testutil::EvIcPing;
+using testutil::EvIcPong;
 using testutil::Inbox;
+using testutil::PeerClosesAfter;
 using testutil::Received;
 using testutil::Recorder;
 
@@ -102,7 +98,7 @@ class TcpCluster {
     n.system = testutil::MakeSystem(ConfigFor(node, cluster));
     ASSERT_NE(n.system, nullptr);
     ASSERT_TRUE(
-        n.system->RegisterService(kEcho, n.system->Register(std::make_unique<ictest::Echo>()))
+        n.system->RegisterService(kEcho, n.system->Register(std::make_unique<testutil::Echo>()))
             .ok());
     absl::StatusOr<std::unique_ptr<Interconnect>> ic = Interconnect::Start(n.system.get());
     ASSERT_TRUE(ic.ok()) << ic.status();
@@ -127,13 +123,13 @@ class TcpCluster {
     return {};
   }
   bool WaitConnected(NodeId a, NodeId b, absl::Duration timeout = absl::Seconds(10)) const {
-    return ictest::Eventually([&] { return Session(a, b).connected && Session(b, a).connected; },
-                              timeout);
+    return testutil::Eventually([&] { return Session(a, b).connected && Session(b, a).connected; },
+                                timeout);
   }
 
  private:
   std::function<void(proto::InterconnectConfig&)> tune_;
-  ictest::LoopbackPorts ports_;
+  testutil::LoopbackPorts ports_;
   std::vector<Node> nodes_;
 };
 
@@ -150,9 +146,9 @@ TEST(TcpClusterTest, SendAndReplyThroughServicesOfThreeNodes) {
   const ActorId me = cluster.system(2).Register(std::make_unique<Recorder>(&inbox));
   cluster.system(2).Send(ServiceId("echo", 1), Ping(1), kTrackDelivery, 11, me);
   cluster.system(2).Send(ServiceId("echo", 3), Ping(3), kTrackDelivery, 33, me);
-  ASSERT_TRUE(inbox.WaitForType(ictest::kEvIcPong, 2));
+  ASSERT_TRUE(inbox.WaitForType(testutil::kEvIcPong, 2));
   std::vector<uint64_t> cookies;
-  for (const Received& pong : inbox.OfType(ictest::kEvIcPong)) {
+  for (const Received& pong : inbox.OfType(testutil::kEvIcPong)) {
     cookies.push_back(pong.cookie);
     EXPECT_EQ(pong.sender.node_id(), pong.cookie / 11) << "answered by the echo of that node";
   }
@@ -165,15 +161,15 @@ TEST(TcpClusterTest, SendAndReplyThroughServicesOfThreeNodes) {
 TEST(TcpClusterTest, OrderingUnderLoadFromSeveralSenders) {
   TcpCluster cluster(3);
   cluster.StartAll();
-  ictest::SequenceLog log;
+  testutil::SequenceLog log;
   const uint64_t kCount = testutil::Scaled(20000, 2000);
   const ActorId receiver =
-      cluster.system(2).Register(std::make_unique<ictest::SequenceChecker>(&log));
+      cluster.system(2).Register(std::make_unique<testutil::SequenceChecker>(&log));
   for (const NodeId from : {1u, 1u, 3u, 3u}) {
     cluster.system(from).Register(
-        std::make_unique<ictest::SequenceSender>(receiver, kCount, 500, 64));
+        std::make_unique<testutil::SequenceSender>(receiver, kCount, 500, 64));
   }
-  ASSERT_TRUE(ictest::Eventually([&] { return log.total() >= 4 * kCount; }, absl::Seconds(60)))
+  ASSERT_TRUE(testutil::Eventually([&] { return log.total() >= 4 * kCount; }, absl::Seconds(60)))
       << log.Summary();
   EXPECT_EQ(log.in_order(), 4 * kCount) << log.Summary();
   for (const NodeId from : {1u, 3u}) {
@@ -184,18 +180,19 @@ TEST(TcpClusterTest, OrderingUnderLoadFromSeveralSenders) {
 
 TEST(TcpClusterTest, CutsAndStallsThroughARelayLoseNothing) {
   TcpCluster cluster(2);
-  ictest::FaultProxy relay(cluster.port(2));
+  testutil::FaultProxy relay(cluster.port(2));
   cluster.Redirect(1, 2, relay.port());
   cluster.StartAll();
   ASSERT_TRUE(cluster.WaitConnected(1, 2));
-  ictest::SequenceLog log;
+  testutil::SequenceLog log;
   const uint64_t kCount = testutil::Scaled(30000, 4000);
   const ActorId receiver =
-      cluster.system(2).Register(std::make_unique<ictest::SequenceChecker>(&log));
-  cluster.system(1).Register(std::make_unique<ictest::SequenceSender>(receiver, kCount, 200, 100));
+      cluster.system(2).Register(std::make_unique<testutil::SequenceChecker>(&log));
+  cluster.system(1).Register(
+      std::make_unique<testutil::SequenceSender>(receiver, kCount, 200, 100));
   for (int round = 1; round <= 6; ++round) {
     ASSERT_TRUE(
-        ictest::Eventually([&] { return log.total() >= round * kCount / 8; }, absl::Seconds(30)))
+        testutil::Eventually([&] { return log.total() >= round * kCount / 8; }, absl::Seconds(30)))
         << log.Summary();
     if (round % 2 == 0) {
       relay.Stall();
@@ -205,7 +202,7 @@ TEST(TcpClusterTest, CutsAndStallsThroughARelayLoseNothing) {
       relay.Cut();
     }
   }
-  ASSERT_TRUE(ictest::Eventually([&] { return log.total() >= kCount; }, absl::Seconds(60)))
+  ASSERT_TRUE(testutil::Eventually([&] { return log.total() >= kCount; }, absl::Seconds(60)))
       << log.Summary();
   absl::SleepFor(absl::Milliseconds(200));
   EXPECT_EQ(log.total(), kCount) << log.Summary();
@@ -220,14 +217,14 @@ TEST(TcpClusterTest, BlackholedPeerIsDeclaredDeadAndANewSessionFollows) {
     ic.set_heartbeat_interval_ms(50);
     ic.set_dead_peer_timeout_ms(500);
   });
-  ictest::FaultProxy relay(cluster.port(2));
+  testutil::FaultProxy relay(cluster.port(2));
   cluster.Redirect(1, 2, relay.port());
   cluster.StartAll();
   Inbox inbox;
   const ActorId me = cluster.system(1).Register(std::make_unique<Recorder>(&inbox));
   cluster.system(1).Send(ServiceId("echo", 2), Ping(1), kSubscribeOnSession, 1, me);
   ASSERT_TRUE(inbox.WaitForType(kEvNodeConnected));
-  ASSERT_TRUE(inbox.WaitForType(ictest::kEvIcPong));
+  ASSERT_TRUE(inbox.WaitForType(testutil::kEvIcPong));
   relay.Blackhole(true);
   const absl::Time start = absl::Now();
   cluster.system(1).Send(ServiceId("echo", 2), Ping(2), kTrackDelivery | kGenerateUnsureUndelivered,
@@ -242,7 +239,7 @@ TEST(TcpClusterTest, BlackholedPeerIsDeclaredDeadAndANewSessionFollows) {
   relay.Blackhole(false);
   cluster.system(1).Send(ServiceId("echo", 2), Ping(3), kSubscribeOnSession, 3, me);
   ASSERT_TRUE(inbox.WaitForType(kEvNodeConnected, 2));
-  ASSERT_TRUE(inbox.WaitForType(ictest::kEvIcPong, 2));
+  ASSERT_TRUE(inbox.WaitForType(testutil::kEvIcPong, 2));
   EXPECT_EQ(cluster.Session(1, 2).sessions, 2u);
 }
 
@@ -255,7 +252,7 @@ TEST(TcpClusterTest, KilledPeerReportsEventsAndARestartedPeerGetsANewSession) {
   Inbox inbox;
   const ActorId me = cluster.system(1).Register(std::make_unique<Recorder>(&inbox));
   cluster.system(1).Send(ServiceId("echo", 2), Ping(1), kSubscribeOnSession, 1, me);
-  ASSERT_TRUE(inbox.WaitForType(ictest::kEvIcPong));
+  ASSERT_TRUE(inbox.WaitForType(testutil::kEvIcPong));
   const uint64_t first_incarnation = cluster.ic(2).incarnation();
   cluster.Kill(2);
   cluster.system(1).Send(ServiceId("echo", 2), Ping(2), kTrackDelivery, 2, me);
@@ -268,7 +265,7 @@ TEST(TcpClusterTest, KilledPeerReportsEventsAndARestartedPeerGetsANewSession) {
   EXPECT_NE(cluster.ic(2).incarnation(), first_incarnation);
   cluster.system(1).Send(ServiceId("echo", 2), Ping(3), kSubscribeOnSession, 3, me);
   ASSERT_TRUE(inbox.WaitForType(kEvNodeConnected, 2));
-  ASSERT_TRUE(inbox.WaitForType(ictest::kEvIcPong, 2));
+  ASSERT_TRUE(inbox.WaitForType(testutil::kEvIcPong, 2));
   EXPECT_EQ(cluster.Session(1, 2).sessions, 2u);
 }
 
@@ -276,20 +273,20 @@ TEST(TcpClusterTest, KilledPeerReportsEventsAndARestartedPeerGetsANewSession) {
 // the old session ends at once and its in-flight events are reported.
 TEST(TcpClusterTest, QuickRestartEndsTheOldSessionAndReportsItsInFlightEvents) {
   TcpCluster cluster(2, [](proto::InterconnectConfig& ic) { ic.set_dead_peer_timeout_ms(20000); });
-  ictest::FaultProxy relay(cluster.port(2));
+  testutil::FaultProxy relay(cluster.port(2));
   cluster.Redirect(1, 2, relay.port());
   cluster.StartAll();
   Inbox inbox;
   const ActorId me = cluster.system(1).Register(std::make_unique<Recorder>(&inbox));
   cluster.system(1).Send(ServiceId("echo", 2), Ping(1), kSubscribeOnSession, 1, me);
-  ASSERT_TRUE(inbox.WaitForType(ictest::kEvIcPong));
+  ASSERT_TRUE(inbox.WaitForType(testutil::kEvIcPong));
   relay.Stall();
   for (uint64_t i = 10; i < 15; ++i) {
     cluster.system(1).Send(ServiceId("echo", 2), Ping(i),
                            kTrackDelivery | kGenerateUnsureUndelivered, i, me);
   }
-  ASSERT_TRUE(ictest::Eventually([&] { return cluster.Session(1, 2).unacked_bytes > 0; },
-                                 absl::Seconds(10)));
+  ASSERT_TRUE(testutil::Eventually([&] { return cluster.Session(1, 2).unacked_bytes > 0; },
+                                   absl::Seconds(10)));
   cluster.Kill(2);
   cluster.Start(2);
   relay.Resume();
@@ -303,7 +300,7 @@ TEST(TcpClusterTest, QuickRestartEndsTheOldSessionAndReportsItsInFlightEvents) {
     EXPECT_TRUE(lost.unsure);
   }
   cluster.system(1).Send(ServiceId("echo", 2), Ping(20), kNoFlags, 20, me);
-  ASSERT_TRUE(inbox.WaitForType(ictest::kEvIcPong, 2));
+  ASSERT_TRUE(inbox.WaitForType(testutil::kEvIcPong, 2));
 }
 
 TEST(TcpClusterTest, WrongClusterIsRefusedWithAReason) {
@@ -312,33 +309,9 @@ TEST(TcpClusterTest, WrongClusterIsRefusedWithAReason) {
   cluster.Start(1);
   cluster.Start(2, "other-cluster");
   ASSERT_TRUE(
-      ictest::Eventually([&] { return logs.Contains("belongs to cluster"); }, absl::Seconds(10)));
+      testutil::Eventually([&] { return logs.Contains("belongs to cluster"); }, absl::Seconds(10)));
   EXPECT_FALSE(cluster.Session(1, 2).up);
   EXPECT_FALSE(cluster.Session(2, 1).up);
-}
-
-// Writes `bytes` to 127.0.0.1:port and returns true when the node closes the connection.
-bool PeerClosesAfter(uint16_t port, const std::string& bytes) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(port);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(fd);
-    return false;
-  }
-  timeval timeout{.tv_sec = 10, .tv_usec = 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(bytes.size()));
-  std::string buffer(256, '\0');
-  ssize_t got = 0;
-  do {
-    got = ::recv(fd, buffer.data(), buffer.size(), 0);
-  } while (got > 0);
-  ::close(fd);
-  return got == 0;  // orderly close (a timeout gives -1)
 }
 
 TEST(TcpClusterTest, GarbageOnThePortClosesThatConnectionOnly) {
@@ -352,7 +325,7 @@ TEST(TcpClusterTest, GarbageOnThePortClosesThatConnectionOnly) {
   Inbox inbox;
   const ActorId me = cluster.system(1).Register(std::make_unique<Recorder>(&inbox));
   cluster.system(1).Send(ServiceId("echo", 2), Ping(1), kNoFlags, 1, me);
-  ASSERT_TRUE(inbox.WaitForType(ictest::kEvIcPong));
+  ASSERT_TRUE(inbox.WaitForType(testutil::kEvIcPong));
   EXPECT_EQ(cluster.Session(1, 2).sessions, 1u) << "the session was never disturbed";
 }
 
@@ -369,7 +342,7 @@ TEST(TcpClusterTest, OversizedEventIsRefusedAndTheSessionGoesOn) {
   auto fits = std::make_unique<EvIcPing>();
   fits->record.set_text(std::string(60 * 1024, 'f'));
   cluster.system(1).Send(ServiceId("echo", 2), std::move(fits), kTrackDelivery, 2, me);
-  ASSERT_TRUE(inbox.WaitForType(ictest::kEvIcPong));
+  ASSERT_TRUE(inbox.WaitForType(testutil::kEvIcPong));
   EXPECT_EQ(inbox.OfType(kEvUndelivered).size(), 1u);
 }
 
@@ -379,18 +352,18 @@ TEST(TcpClusterTest, StalledReceiverKeepsUnacknowledgedBytesBounded) {
     ic.set_max_unacked_bytes(kLimit);
     ic.set_dead_peer_timeout_ms(20000);
   });
-  ictest::FaultProxy relay(cluster.port(2));
+  testutil::FaultProxy relay(cluster.port(2));
   cluster.Redirect(1, 2, relay.port());
   cluster.StartAll();
   ASSERT_TRUE(cluster.WaitConnected(1, 2));
-  ictest::SequenceLog log;
+  testutil::SequenceLog log;
   constexpr uint64_t kCount = 2000;  // 2000 × 16 KiB = 32 MiB, 128 times the limit
   const ActorId receiver =
-      cluster.system(2).Register(std::make_unique<ictest::SequenceChecker>(&log));
+      cluster.system(2).Register(std::make_unique<testutil::SequenceChecker>(&log));
   relay.Stall();
   cluster.system(1).Register(
-      std::make_unique<ictest::SequenceSender>(receiver, kCount, kCount, 16 * 1024));
-  ASSERT_TRUE(ictest::Eventually(
+      std::make_unique<testutil::SequenceSender>(receiver, kCount, kCount, 16 * 1024));
+  ASSERT_TRUE(testutil::Eventually(
       [&] { return cluster.Session(1, 2).queued_events + log.total() >= kCount / 2; },
       absl::Seconds(10)));
   absl::SleepFor(absl::Milliseconds(300));
@@ -399,7 +372,7 @@ TEST(TcpClusterTest, StalledReceiverKeepsUnacknowledgedBytesBounded) {
   EXPECT_GT(stalled.queued_events, kCount / 2) << "the rest waits in the proxy";
   EXPECT_GE(stalled.backpressure_stalls, 1u);
   relay.Resume();
-  ASSERT_TRUE(ictest::Eventually([&] { return log.total() >= kCount; }, absl::Seconds(60)))
+  ASSERT_TRUE(testutil::Eventually([&] { return log.total() >= kCount; }, absl::Seconds(60)))
       << log.Summary();
   EXPECT_EQ(log.in_order(), kCount);
 }

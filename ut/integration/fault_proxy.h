@@ -24,7 +24,7 @@
 #include "interconnect/tcp_transport.h"
 #include "interconnect/transport.h"
 
-namespace troupe::ictest {
+namespace troupe::testutil {
 
 enum : EventType {
   kEvRelayCut = EventSpaceBegin(kUserEventSpace + 8),
@@ -187,4 +187,4 @@ class FaultProxy {
   uint16_t port_ = 0;
 };
 
-}  // namespace troupe::ictest
+}  // namespace troupe::testutil

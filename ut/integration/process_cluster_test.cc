@@ -5,14 +5,10 @@
 // and restarted, connection cuts mid-stream through a relay, a node of another cluster, garbage
 // on a node's port. Every wait is bounded; every child is killed and reaped by the fixture (and
 // gets SIGKILL if this process dies: PR_SET_PDEATHSIG).
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,7 +37,8 @@
 #include "interconnect/interconnect.h"
 #include "interconnect/tcp_transport.h"
 #include "ut/actors/test_util.h"
-#include "ut/interconnect/fault_proxy.h"
+#include "ut/integration/fault_proxy.h"
+#include "ut/integration/socket_util.h"
 #include "ut/interconnect/ic_test_util.h"
 
 #ifndef TROUPE_NODE_BINARY
@@ -200,7 +197,7 @@ class ProcessCluster {
   }
 
   const std::string dir_;
-  ictest::LoopbackPorts ports_;
+  testutil::LoopbackPorts ports_;
   uint64_t timeout_ms_ = 10000;
   std::map<NodeId, std::unique_ptr<NodeProcess>> processes_;
   std::unique_ptr<ActorSystem> system_;
@@ -257,7 +254,7 @@ TEST(ProcessClusterTest, KilledProcessIsReportedAndItsRestartGetsANewSession) {
 // while pings stream: every pong comes back once, in order, on one session.
 TEST(ProcessClusterTest, CutsMidStreamBetweenProcessesLoseNothing) {
   ProcessCluster cluster;
-  ictest::FaultProxy relay(cluster.port(kSelf));
+  testutil::FaultProxy relay(cluster.port(kSelf));
   cluster.Redirect(1, kSelf, relay.port());
   cluster.StartProcess(1);
   cluster.StartSelf();
@@ -288,7 +285,7 @@ TEST(ProcessClusterTest, ProcessOfAnotherClusterIsRefused) {
   cluster.StartSelf();
   cluster.StartProcess(2, "another-cluster");  // node 2 dials node 3, which refuses it
   EXPECT_TRUE(
-      ictest::Eventually([&] { return logs.Contains("belongs to cluster"); }, absl::Seconds(30)));
+      testutil::Eventually([&] { return logs.Contains("belongs to cluster"); }, absl::Seconds(30)));
   EXPECT_FALSE(cluster.Session(2).up);
 }
 
@@ -298,24 +295,8 @@ TEST(ProcessClusterTest, GarbageOnAProcessPortLeavesItServing) {
   cluster.StartSelf();
   cluster.Ping(1, 1);
   ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30)));
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(cluster.port(1));
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  timeval timeout{.tv_sec = 10, .tv_usec = 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  const std::string garbage(4096, '\x5a');
-  ASSERT_EQ(::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(garbage.size()));
-  std::string buffer(256, '\0');
-  ssize_t got = 0;
-  do {
-    got = ::recv(fd, buffer.data(), buffer.size(), 0);
-  } while (got > 0);
-  ::close(fd);
-  EXPECT_EQ(got, 0) << "node 1 closed the connection";
+  EXPECT_TRUE(testutil::PeerClosesAfter(cluster.port(1), std::string(4096, '\x5a')))
+      << "node 1 did not close the connection";
   cluster.Ping(1, 2);
   ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 2, absl::Seconds(30)));
   EXPECT_EQ(cluster.Session(1).sessions, 1u);
