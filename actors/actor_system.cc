@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/actor_system.h"
 
+#include <array>
 #include <charconv>
 
 #include "absl/strings/str_cat.h"
@@ -162,24 +163,24 @@ struct PoolCounterField {
   uint64_t PoolCounters::*pool;
   uint64_t WorkerCounters::*worker;  // null: pool-wide only
 };
-constexpr PoolCounterField kPoolCounterFields[] = {
+constexpr std::array<PoolCounterField, 6> kPoolCounterFields = {{
     {"troupe_pool_events_total", &PoolCounters::events, &WorkerCounters::events},
     {"troupe_pool_activations_total", &PoolCounters::activations, &WorkerCounters::activations},
     {"troupe_pool_steals_total", &PoolCounters::steals, &WorkerCounters::steals},
     {"troupe_pool_budget_preemptions_total", &PoolCounters::budget_preemptions, nullptr},
     {"troupe_pool_parks_total", &PoolCounters::parks, nullptr},
     {"troupe_pool_stuck_reports_total", &PoolCounters::stuck_reports, nullptr},
-};
+}};
 
 struct PoolTimeField {
   std::string_view metric;
   absl::Duration PoolCounters::*pool;
 };
-constexpr PoolTimeField kPoolTimeFields[] = {
+constexpr std::array<PoolTimeField, 3> kPoolTimeFields = {{
     {"troupe_pool_busy_nanoseconds_total", &PoolCounters::busy_time},
     {"troupe_pool_parked_nanoseconds_total", &PoolCounters::parked_time},
     {"troupe_pool_cpu_nanoseconds_total", &PoolCounters::cpu_time},
-};
+}};
 
 void AddPoolSample(const MetricSample& sample, PoolCounters& pool) {
   if (sample.name == "troupe_pool_threads") {

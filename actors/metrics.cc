@@ -34,7 +34,7 @@ MetricsRegistry::Registration MetricsRegistry::Add(MetricInfo info, Reader read)
   entries_.emplace(
       std::move(key),
       Entry{.info = std::move(info), .labels = std::move(labels), .read = std::move(read)});
-  return Registration(this, id);
+  return {this, id};
 }
 
 void MetricsRegistry::Remove(uint64_t id) {

@@ -65,7 +65,9 @@ struct MetricLabel {
   std::string name;
   std::string value;
   friend bool operator==(const MetricLabel&, const MetricLabel&) = default;
-  friend auto operator<=>(const MetricLabel&, const MetricLabel&) = default;
+  friend bool operator<(const MetricLabel& a, const MetricLabel& b) {
+    return a.name != b.name ? a.name < b.name : a.value < b.value;
+  }
 };
 using MetricLabels = std::vector<MetricLabel>;
 

@@ -6,6 +6,7 @@
 // growing table of peers).
 #include "interconnect/interconnect.h"
 
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <map>
@@ -59,7 +60,7 @@ ActorId StartProxy(ActorSystem* system, const SessionSettings& base, const Regis
     TROUPE_LOG(kWarn, kInterconnect)
         << "no proxy for node " << channel->node << ": " << status.message();
     system->Send(proxy, std::make_unique<EvPoison>());
-    return ActorId();
+    return {};
   }
   channel->PublishMetrics(MetricsOf(*system));
   return proxy;
@@ -82,7 +83,7 @@ struct SessionField {
   std::string_view metric;
   uint64_t SessionCounters::*field;
 };
-constexpr SessionField kSessionFields[] = {
+constexpr std::array<SessionField, 12> kSessionFields = {{
     {"troupe_session_sessions_total", &SessionCounters::sessions},
     {"troupe_session_connections_total", &SessionCounters::connections},
     {"troupe_session_events_sent_total", &SessionCounters::events_sent},
@@ -95,7 +96,7 @@ constexpr SessionField kSessionFields[] = {
     {"troupe_session_unacked_bytes", &SessionCounters::unacked_bytes},
     {"troupe_session_backpressure_stalls_total", &SessionCounters::backpressure_stalls},
     {"troupe_session_protocol_errors_total", &SessionCounters::protocol_errors},
-};
+}};
 
 void AddSessionSample(const MetricSample& sample, SessionCounters& counters) {
   if (sample.name == "troupe_session_up") {

@@ -90,13 +90,13 @@ class HandshakeActor final : public Actor {
   }
 
   void HandleConnectionEvent(EventHandlePtr& ev) {
-    if (const EvBytesReceived* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
+    if (const auto* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
       if (bytes->connection == conn_) {
         HandleBytes(bytes->bytes);
       }
       return;
     }
-    const EvConnectionDown* down = ev->Get<EvConnectionDown>();
+    const auto* down = ev->Get<EvConnectionDown>();
     if (down == nullptr || down->connection != conn_) {
       return;
     }
@@ -237,10 +237,10 @@ class HandshakeActor final : public Actor {
 
   // Re-sends the connection's event to the proxy, from this actor (so its gate lets it through).
   void Forward(EventHandlePtr& ev) {
-    if (EvBytesReceived* bytes = ev->Get<EvBytesReceived>();
+    if (auto* bytes = ev->Get<EvBytesReceived>();
         bytes != nullptr && bytes->connection == handed_) {
       Send(proxy_, std::make_unique<EvBytesReceived>(handed_, std::move(bytes->bytes)));
-    } else if (const EvConnectionDown* down = ev->Get<EvConnectionDown>();
+    } else if (const auto* down = ev->Get<EvConnectionDown>();
                down != nullptr && down->connection == handed_) {
       Send(proxy_, std::make_unique<EvConnectionDown>(handed_, down->reason));
     }

@@ -51,12 +51,12 @@ class Listener final : public Actor {
 
   // Re-sends an event of a connection being handed over to its handshake actor, from us.
   void Forward(EventHandlePtr& ev) {
-    if (EvBytesReceived* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
+    if (auto* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
       if (auto it = handing_.find(bytes->connection); it != handing_.end()) {
         Send(it->second,
              std::make_unique<EvBytesReceived>(bytes->connection, std::move(bytes->bytes)));
       }
-    } else if (const EvConnectionDown* down = ev->Get<EvConnectionDown>(); down != nullptr) {
+    } else if (const auto* down = ev->Get<EvConnectionDown>(); down != nullptr) {
       if (auto it = handing_.find(down->connection); it != handing_.end()) {
         Send(it->second, std::make_unique<EvConnectionDown>(down->connection, down->reason));
       }

@@ -189,9 +189,9 @@ class Proxy final : public Actor {
   }
 
   void HandleConnectionEvent(EventHandlePtr& ev) {
-    if (const EvBytesReceived* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
+    if (const auto* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
       HandleBytes(*bytes);
-    } else if (const EvConnectionDown* down = ev->Get<EvConnectionDown>(); down != nullptr) {
+    } else if (const auto* down = ev->Get<EvConnectionDown>(); down != nullptr) {
       HandleConnectionDown(*down);
     }
   }
