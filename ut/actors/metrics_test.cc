@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The metrics registry (actors/metrics.h) and the node hooks (actors/node_hooks.h): enumeration
+// order and lookups, registrations that come and go while others enumerate, the node's own
+// metrics behind the typed Counters() view, and the hooks an extension uses.
+#include "actors/metrics.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+#include "actors/actor_system.h"
+#include "actors/events.h"
+#include "actors/node_hooks.h"
+#include "actors/testing/test_runtime.h"
+#include "ut/actors/test_util.h"
+
+namespace troupe {
+namespace {
+
+using testing::TestRuntime;
+using testutil::EvValue;
+
+MetricsRegistry::Reader Constant(int64_t value) {
+  return [value] { return value; };
+}
+
+TEST(MetricsRegistryTest, EnumeratesByNameThenLabelsWithTheCommonLabelsFirst) {
+  MetricsRegistry registry(MetricLabels{{"node", "7"}});
+  auto b = registry.Add({"b_total", MetricType::kCounter, "B.", {{"pool", "User"}}}, Constant(2));
+  auto a2 = registry.Add({"a", MetricType::kGauge, "A.", {{"peer", "2"}}}, Constant(20));
+  auto a1 = registry.Add({"a", MetricType::kGauge, "A.", {{"peer", "1"}}}, Constant(10));
+  std::vector<std::string> seen;
+  registry.ForEach([&](const MetricSample& sample) {
+    ASSERT_FALSE(sample.labels.empty());
+    EXPECT_EQ(sample.labels.front(), (MetricLabel{"node", "7"}));
+    EXPECT_EQ(sample.label("node"), "7");
+    seen.push_back(std::string(sample.name) + "/" + std::to_string(sample.value));
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"a/10", "a/20", "b_total/2"}));
+  EXPECT_EQ(registry.Value("a", {{"peer", "2"}}), 20);
+  EXPECT_EQ(registry.Value("a", {{"peer", "3"}}), std::nullopt);
+  EXPECT_EQ(registry.Value("c"), std::nullopt);
+  EXPECT_EQ(registry.Sum("a"), 30);
+  EXPECT_EQ(registry.Sum("a", {{"peer", "1"}}), 10);
+  EXPECT_EQ(MetricTypeName(MetricType::kCounter), "counter");
+}
+
+TEST(MetricsRegistryTest, AMetricLivesAsLongAsItsRegistration) {
+  MetricsRegistry registry;
+  std::atomic<uint64_t> value{5};
+  {
+    MetricsRegistry::Registration r =
+        registry.Add({"x_total", MetricType::kCounter, "X.", {}},
+                     [&value] { return static_cast<int64_t>(value.load()); });
+    value = 6;
+    EXPECT_EQ(registry.Value("x_total"), 6) << "read when asked, not copied at Add";
+    MetricsRegistry::Registration moved = std::move(r);
+    r.Reset();  // a moved-from registration owns nothing
+    EXPECT_EQ(registry.size(), 1u);
+  }
+  EXPECT_EQ(registry.size(), 0u);
+  EXPECT_EQ(registry.Value("x_total"), std::nullopt);
+}
+
+TEST(MetricsRegistryTest, RegistrationsComeAndGoWhileOthersEnumerate) {
+  MetricsRegistry registry;
+  auto stable = registry.Add({"stable", MetricType::kGauge, "", {}}, Constant(1));
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    for (int i = 0; i < 20000 && !stop.load(); ++i) {
+      auto r = registry.Add({"churn", MetricType::kGauge, "", {{"i", std::to_string(i % 7)}}},
+                            Constant(i));
+    }
+  });
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  for (int i = 0; i < 2000 && absl::Now() < deadline; ++i) {
+    int64_t stable_seen = 0;
+    registry.ForEach([&](const MetricSample& sample) {
+      if (sample.name == "stable") {
+        stable_seen += sample.value;
+      }
+    });
+    ASSERT_EQ(stable_seen, 1);
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(registry.size(), 1u);
+}
+
+TEST(NodeMetricsTest, CountersAreAViewOfTheRegistry) {
+  std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
+  ASSERT_NE(system, nullptr);
+  MetricsRegistry& registry = system->metrics();
+  EXPECT_EQ(&MetricsOf(*system), &registry);
+  // Something for the pools to count: events to an actor that does not exist are dropped.
+  for (int i = 0; i < 10; ++i) {
+    system->Send(ActorId(0, 1, 0xDEAD, 0x7FFFFFF0u), std::make_unique<EvValue>(i));
+  }
+  ASSERT_TRUE(testutil::WaitUntil([&] { return system->Counters().dropped_events == 10; }));
+  const ActorSystemCounters counters = system->Counters();
+  EXPECT_EQ(registry.Value("troupe_dropped_events_total"), 10);
+  EXPECT_EQ(registry.Value("troupe_live_mailboxes"), static_cast<int64_t>(counters.live_mailboxes));
+  ASSERT_EQ(counters.pools.size(), 4u);
+  for (const PoolCounters& pool : counters.pools) {
+    EXPECT_EQ(registry.Value("troupe_pool_threads", {{"pool", pool.name}}), pool.threads);
+    EXPECT_EQ(pool.workers.size(), pool.threads) << pool.name;
+  }
+  // Every pool metric carries the node and pool labels, and the worker ones a worker label.
+  registry.ForEach([&](const MetricSample& sample) {
+    EXPECT_EQ(sample.label("node"), std::to_string(system->node_id()));
+    if (sample.name.starts_with("troupe_pool_")) {
+      EXPECT_FALSE(sample.label("pool").empty()) << sample.name;
+    }
+    if (sample.name == "troupe_pool_events_total") {
+      EXPECT_FALSE(sample.label("worker").empty());
+    }
+  });
+}
+
+TEST(NodeHooksTest, ReportUndeliveredAppliesRuleThree) {
+  TestRuntime runtime({.config = testutil::SmallConfig()});
+  const ActorId sender = runtime.AllocateEdgeActor();
+  auto tracked = std::make_unique<EventHandle>(ActorId(0, 9, 1, 1), sender,
+                                               std::make_unique<EvValue>(1), kTrackDelivery, 42);
+  ReportUndelivered(runtime.node(), std::move(tracked), UndeliveredReason::kDisconnected,
+                    /*unsure=*/true);
+  auto undelivered = runtime.GrabEdgeEvent<EvUndelivered>(sender);
+  ASSERT_TRUE(undelivered);
+  EXPECT_EQ(undelivered->reason, UndeliveredReason::kDisconnected);
+  EXPECT_TRUE(undelivered->unsure);
+  EXPECT_EQ(undelivered.handle().cookie(), 42u);
+
+  const uint64_t dropped = runtime.node().Counters().dropped_events;
+  ReportUndelivered(
+      runtime.node(),
+      std::make_unique<EventHandle>(ActorId(0, 9, 1, 1), sender, std::make_unique<EvValue>(2)),
+      UndeliveredReason::kNoRoute);
+  EXPECT_EQ(runtime.node().Counters().dropped_events, dropped + 1) << "untracked: counted";
+}
+
+TEST(NodeHooksTest, AServiceMapsOnlyToALocalActor) {
+  TestRuntime runtime({.config = testutil::SmallConfig()});
+  ActorSystem& system = runtime.node();
+  const ActorId remote(system.node_id() + 1, 3, 1234, 5);
+  const absl::Status status = system.RegisterService(ServiceId("svc"), remote);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("lives on node"), std::string_view::npos) << status;
+  EXPECT_TRUE(system.LookupService(ServiceId("svc")).IsEmpty());
+  const ActorId local = runtime.AllocateEdgeActor();
+  EXPECT_TRUE(system.RegisterService(ServiceId("svc"), local).ok());
+}
+
+}  // namespace
+}  // namespace troupe

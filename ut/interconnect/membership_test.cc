@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The nameservice seam under the deterministic runtime: a node that joins the table of a running
+// cluster gets sessions (from the watch, or from the first event routed to it), a node that is not
+// a member is refused both ways, and the peer table only grows.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+#include "actors/events.h"
+#include "actors/log.h"
+#include "actors/testing/test_runtime.h"
+#include "interconnect/interconnect.h"
+#include "interconnect/nameservice.h"
+#include "interconnect/testing/pipe_network.h"
+#include "ut/interconnect/ic_test_util.h"
+
+namespace troupe::interconnect {
+namespace {
+
+using testing::DispatchOptions;
+using testing::TestRuntime;
+using testing::TestRuntimeOptions;
+using testutil::EvIcPing;
+using testutil::EvIcPong;
+
+constexpr ActorId kEcho = ServiceId("echo");
+
+NodeEndpoint Endpoint(NodeId node) {
+  return {.node = node, .host = "node", .port = static_cast<uint16_t>(7000 + node)};
+}
+
+DispatchOptions Within(absl::Duration time) { return {.max_time = time}; }
+
+// A nameservice that never tells anyone it changed: a new member is found only when asked.
+class QuietNameservice final : public Nameservice {
+ public:
+  explicit QuietNameservice(std::vector<NodeEndpoint> members) : table_(members) {}
+  std::optional<NodeEndpoint> Resolve(NodeId node) const override { return table_.Resolve(node); }
+  std::vector<NodeEndpoint> Members() const override { return table_.Members(); }
+  NameserviceWatch Watch(std::function<void()> /*on_change*/) override { return {}; }
+  void Set(const NodeEndpoint& endpoint) { table_.Set(endpoint); }
+
+ private:
+  StaticNameservice table_;
+};
+
+// Three nodes over one PipeNetwork, each with its own nameservice: each starts knowing only the
+// nodes `initial[node]` lists.
+struct MemberCluster {
+  MemberCluster(std::vector<std::shared_ptr<Nameservice>> names, uint64_t seed = 1)
+      : network(absl::Microseconds(50)), nameservices(std::move(names)) {
+    TestRuntimeOptions options;
+    options.nodes = static_cast<uint32_t>(nameservices.size() - 1);
+    options.seed = seed;
+    options.simulated_interconnect = false;
+    options.config = testutil::ClusterConfig("node", {});
+    ics.resize(nameservices.size());
+    options.on_node_start = [this](TestRuntime& rt, NodeId node) {
+      ActorSystem& system = rt.node(node);
+      InterconnectOptions ic_options;
+      ic_options.transport = std::shared_ptr<Transport>(network.TransportFor(&system));
+      ic_options.incarnation = node * 1000 + rt.incarnation(node);
+      ic_options.nameservice = nameservices[node];
+      absl::StatusOr<std::unique_ptr<Interconnect>> ic =
+          Interconnect::Start(&system, std::move(ic_options));
+      ASSERT_TRUE(ic.ok()) << ic.status();
+      ics[node] = std::move(*ic);
+      ASSERT_TRUE(
+          system.RegisterService(kEcho, system.Register(std::make_unique<testutil::Echo>())).ok());
+    };
+    runtime = std::make_unique<TestRuntime>(std::move(options));
+  }
+  ~MemberCluster() {
+    for (auto& ic : ics) {
+      ic.reset();
+    }
+  }
+  MemberCluster(const MemberCluster&) = delete;
+  MemberCluster& operator=(const MemberCluster&) = delete;
+  MemberCluster(MemberCluster&&) = delete;
+  MemberCluster& operator=(MemberCluster&&) = delete;
+
+  std::optional<SessionCounters> Session(NodeId node, NodeId peer) const {
+    for (const SessionCounters& counters : ics[node]->Counters()) {
+      if (counters.peer == peer) {
+        return counters;
+      }
+    }
+    return std::nullopt;
+  }
+  bool Up(NodeId a, NodeId b) const {
+    auto ab = Session(a, b);
+    auto ba = Session(b, a);
+    return ab && ba && ab->connected && ba->connected;
+  }
+  // Sends a tracked ping from an edge actor of `from` to echo@`to` and returns what came back.
+  EventHandlePtr Ping(NodeId from, NodeId to) {
+    const ActorId edge = runtime->AllocateEdgeActor(from);
+    runtime->Send(std::make_unique<EventHandle>(ServiceId("echo", to), edge,
+                                                std::make_unique<EvIcPing>(), kTrackDelivery));
+    return runtime->GrabEdgeEvent(edge, std::nullopt, Within(absl::Seconds(5)));
+  }
+
+  PipeNetwork network;
+  std::vector<std::shared_ptr<Nameservice>> nameservices;
+  std::vector<std::unique_ptr<Interconnect>> ics;
+  std::unique_ptr<TestRuntime> runtime;
+};
+
+std::shared_ptr<StaticNameservice> Table(std::vector<NodeId> nodes) {
+  std::vector<NodeEndpoint> members;
+  for (const NodeId node : nodes) {
+    members.push_back(Endpoint(node));
+  }
+  return std::make_shared<StaticNameservice>(members);
+}
+
+TEST(MembershipTest, ANodeThatJoinsTheTableGetsSessionsWithoutARestart) {
+  auto names1 = Table({1, 2});
+  auto names2 = Table({1, 2});
+  auto names3 = Table({1, 2, 3});
+  MemberCluster cluster({nullptr, names1, names2, names3});
+  TestRuntime& rt = *cluster.runtime;
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+  EXPECT_FALSE(cluster.Session(1, 3).has_value()) << "node 1 does not know node 3 yet";
+
+  EventHandlePtr refused = cluster.Ping(1, 3);
+  ASSERT_NE(refused, nullptr);
+  ASSERT_EQ(refused->type(), kEvUndelivered);
+  EXPECT_EQ(refused->Get<EvUndelivered>()->reason, UndeliveredReason::kNoRoute);
+
+  names1->Set(Endpoint(3));  // node 3 joins: the watch opens a proxy, which dials (1 < 3)
+  names2->Set(Endpoint(3));
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 3) && cluster.Up(2, 3); },
+                               Within(absl::Seconds(5))));
+  for (const NodeId from : {1u, 2u}) {
+    EventHandlePtr pong = cluster.Ping(from, 3);
+    ASSERT_NE(pong, nullptr);
+    EXPECT_EQ(pong->type(), EvIcPong::kEventType) << pong->ToString();
+  }
+  EXPECT_EQ(cluster.Session(1, 3)->sessions, 1u);
+  EXPECT_EQ(cluster.Session(1, 2)->sessions, 1u) << "the running session was not disturbed";
+}
+
+TEST(MembershipTest, AMemberFoundOnlyByRoutingGetsAProxyOnTheFirstEvent) {
+  auto names1 = std::make_shared<QuietNameservice>(std::vector<NodeEndpoint>{Endpoint(1)});
+  auto names2 = Table({1, 2});
+  MemberCluster cluster({nullptr, names1, names2});
+  TestRuntime& rt = *cluster.runtime;
+  rt.DispatchEvents(Within(absl::Milliseconds(300)));
+  EXPECT_TRUE(cluster.ics[1]->Counters().empty()) << "node 1 has no peer yet";
+
+  names1->Set(Endpoint(2));  // nobody is told; the first event routed to node 2 finds it
+  EventHandlePtr pong = cluster.Ping(1, 2);
+  ASSERT_NE(pong, nullptr);
+  EXPECT_EQ(pong->type(), EvIcPong::kEventType) << pong->ToString();
+  ASSERT_TRUE(cluster.Session(1, 2).has_value());
+  EXPECT_TRUE(cluster.Session(1, 2)->up);
+}
+
+TEST(MembershipTest, ANodeOutsideTheAcceptorsTableIsRefused) {
+  auto names1 = Table({1, 2});
+  auto names2 = Table({2});  // node 2 does not count node 1 as a member
+  MemberCluster cluster({nullptr, names1, names2});
+  TestRuntime& rt = *cluster.runtime;
+  CapturingLogSink logs;
+  rt.DispatchEvents(Within(absl::Seconds(1)));
+  EXPECT_TRUE(logs.Contains("is not another node of this cluster's table"));
+  ASSERT_TRUE(cluster.Session(1, 2).has_value());
+  EXPECT_FALSE(cluster.Session(1, 2)->connected);
+  EXPECT_FALSE(cluster.Session(1, 2)->up) << "no session with a node that refuses us";
+
+  names2->Set(Endpoint(1));  // admitted: the next dial goes through
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+}
+
+}  // namespace
+}  // namespace troupe::interconnect
