@@ -31,8 +31,7 @@ absl::StatusOr<std::unique_ptr<ActorSystem>> internal::CreateDrivenSystem(
 
 internal::Runtime* internal::RuntimeOf(const ActorSystem& system) { return system.runtime(); }
 
-// -- node hooks (node_hooks.h)
-// ----------------------------------------------------------------------
+// -- node hooks (node_hooks.h) --------------------------------------------------------------------
 
 void SetRemoteRouter(ActorSystem& system, std::shared_ptr<RemoteRouter> router) {
   internal::RuntimeOf(system)->set_remote_router(std::move(router));

@@ -60,20 +60,19 @@ class HandshakeActor final : public Actor {
     conn_ = settings_.transport->Connect(peer_.host, peer_.port, SelfId());
   }
 
-  // -- reading the peer's handshake
-  // -----------------------------------------------------------------
+  // -- reading the peer's handshake ---------------------------------------------------------------
 
   TROUPE_STATE(StateReading) {
     switch (ev->type()) {
+      TROUPE_HFUNC(EvConnectionUp, HandleConnectionUp);
+      TROUPE_HFUNC(EvHandoverEnd, HandleListenerDone);
+      TROUPE_HFUNC(EvWakeup, HandleTimeout);
       case EvBytesReceived::kEventType:
       case EvConnectionDown::kEventType:
         if (gate_.Admit(ev)) {
           HandleConnectionEvent(ev);
         }
         break;
-        TROUPE_HFUNC(EvConnectionUp, HandleConnectionUp);
-        TROUPE_HFUNC(EvHandoverEnd, HandleListenerDone);
-        TROUPE_HFUNC(EvWakeup, HandleTimeout);
       default:
         Unhandled(ev);
     }
@@ -194,12 +193,11 @@ class HandshakeActor final : public Actor {
     PassAway();
   }
 
-  // -- handing the connection over
-  // ------------------------------------------------------------------
+  // -- handing the connection over ----------------------------------------------------------------
 
   // Hands the checked connection to its proxy once nothing the listener forwards can still come.
   void MaybeHandOver() {
-    if (!complete_ || !gate_.idle()) {
+    if (!complete_ || !gate_.idle() || handed_ != 0) {
       return;
     }
     ActorId proxy = proxy_;
@@ -225,11 +223,11 @@ class HandshakeActor final : public Actor {
 
   TROUPE_STATE(StateHandedOver) {
     switch (ev->type()) {
+      TROUPE_HFUNC(EvHandoverEnd, HandleFence);
       case EvBytesReceived::kEventType:
       case EvConnectionDown::kEventType:
         Forward(ev);
         break;
-        TROUPE_HFUNC(EvHandoverEnd, HandleFence);
       default:
         break;  // the timeout; anything else is moot now
     }

@@ -23,11 +23,11 @@ class Listener final : public Actor {
   TROUPE_STATE(StateWork) {
     switch (ev->type()) {
       TROUPE_HFUNC(EvConnectionUp, HandleConnectionUp);
+      TROUPE_HFUNC(EvHandoverEnd, HandleFence);
       case EvBytesReceived::kEventType:
       case EvConnectionDown::kEventType:
         Forward(ev);
         break;
-        TROUPE_HFUNC(EvHandoverEnd, HandleFence);
       default:
         Unhandled(ev);
     }

@@ -44,13 +44,6 @@ void PeerChannel::PublishMetrics(MetricsRegistry& registry) {
       "Connections closed for malformed or refused input.", stats.protocol_errors);
 }
 
-PeerTable::~PeerTable() {
-  // The chunks are owned by owned_chunks_; the atomics only point into them.
-  for (auto& chunk : chunks_) {
-    chunk.store(nullptr, std::memory_order_relaxed);
-  }
-}
-
 PeerChannel* PeerTable::GetOrCreate(NodeId node) {
   if (node == 0 || node >= kMaxNodes) {
     return nullptr;

@@ -88,7 +88,7 @@ class PeerTable {
   using ProxyFactory = std::function<ActorId(const std::shared_ptr<PeerChannel>& channel)>;
 
   explicit PeerTable(ProxyFactory factory) : factory_(std::move(factory)) {}
-  ~PeerTable();
+  ~PeerTable() = default;
   PeerTable(const PeerTable&) = delete;
   PeerTable& operator=(const PeerTable&) = delete;
   PeerTable(PeerTable&&) = delete;

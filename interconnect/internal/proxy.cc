@@ -67,13 +67,13 @@ class Proxy final : public Actor {
       TROUPE_HFUNC(EvHandshakeDone, HandleHandshakeDone);
       TROUPE_HFUNC(EvHandshakeFailed, HandleHandshakeFailed);
       TROUPE_HFUNC(EvHandoverEnd, HandleHandoverEnd);
+      TROUPE_HFUNC(EvWakeup, HandleTick);
       case EvBytesReceived::kEventType:
       case EvConnectionDown::kEventType:
         if (gate_.Admit(ev)) {
           HandleConnectionEvent(ev);
         }
         break;
-        TROUPE_HFUNC(EvWakeup, HandleTick);
       default:
         Unhandled(ev);
     }
