@@ -29,13 +29,13 @@
 #include <string>
 #include <utility>
 
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/benchmark.h"
 
 #include "actors/actor.h"
 #include "actors/actor_system.h"
+#include "actors/sync.h"
 #include "bench/interconnect/session_bench.pb.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/tcp_transport.h"
@@ -141,7 +141,7 @@ class Ponger final : public Actor {
 // Serves `count` round trips to `ponger`, then notifies.
 class Pinger final : public Actor {
  public:
-  Pinger(ActorId ponger, int64_t count, absl::Notification* done)
+  Pinger(ActorId ponger, int64_t count, troupe::Notification* done)
       : Actor(&Pinger::StateWork), ponger_(ponger), left_(count), done_(done) {}
 
  private:
@@ -161,7 +161,7 @@ class Pinger final : public Actor {
 
   ActorId ponger_;
   int64_t left_;
-  absl::Notification* done_;
+  troupe::Notification* done_;
 };
 
 const char* ProxyPool(const benchmark::State& state) { return state.range(0) == 0 ? "IC" : "User"; }
@@ -173,7 +173,7 @@ void BM_RemotePingPong(benchmark::State& state) {
   int64_t total = 0;
   absl::Duration elapsed;
   for (auto _ : state) {
-    absl::Notification done;
+    troupe::Notification done;
     const absl::Time start = absl::Now();
     pair.node(1).Register(std::make_unique<Pinger>(ponger, kRoundTrips, &done));
     if (!done.WaitForNotificationWithTimeout(absl::Seconds(60))) {
@@ -219,7 +219,7 @@ class StreamReceiver final : public Actor {
 class StreamSender final : public Actor {
  public:
   StreamSender(ActorId receiver, uint64_t count, size_t body, uint64_t window,
-               absl::Notification* done)
+               troupe::Notification* done)
       : Actor(&StreamSender::StateWork),
         receiver_(receiver),
         count_(count),
@@ -256,7 +256,7 @@ class StreamSender final : public Actor {
   uint64_t count_;
   std::string payload_;
   uint64_t window_;
-  absl::Notification* done_;
+  troupe::Notification* done_;
   uint64_t sent_ = 0;
   uint64_t credited_ = 0;
 };
@@ -276,7 +276,7 @@ void BM_RemoteStream(benchmark::State& state) {
     state.PauseTiming();
     const ActorId fresh = pair.node(2).Register(std::make_unique<StreamReceiver>());
     state.ResumeTiming();
-    absl::Notification done;
+    troupe::Notification done;
     pair.node(1).Register(std::make_unique<StreamSender>(fresh, count, body, window, &done));
     if (!done.WaitForNotificationWithTimeout(absl::Seconds(120))) {
       state.SkipWithError("the stream did not finish within 120 s");
