@@ -20,6 +20,7 @@
 // Thread-safety: actor-confined (owned by the new owner).
 #pragma once
 
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -61,5 +62,20 @@ class HandoverGate {
   ActorId from_;
   std::vector<EventHandlePtr> held_;
 };
+
+// Re-makes the connection event in `ev` (EvBytesReceived, its bytes moved out, or
+// EvConnectionDown) for the old owner to forward as its own, and sets `*connection`; returns null
+// for any other event.
+inline std::unique_ptr<EventBase> TakeConnectionEvent(EventHandle& ev, ConnectionId* connection) {
+  if (auto* bytes = ev.Get<EvBytesReceived>(); bytes != nullptr) {
+    *connection = bytes->connection;
+    return std::make_unique<EvBytesReceived>(bytes->connection, std::move(bytes->bytes));
+  }
+  if (const auto* down = ev.Get<EvConnectionDown>(); down != nullptr) {
+    *connection = down->connection;
+    return std::make_unique<EvConnectionDown>(down->connection, down->reason);
+  }
+  return nullptr;
+}
 
 }  // namespace troupe::interconnect

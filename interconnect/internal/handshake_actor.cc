@@ -235,12 +235,10 @@ class HandshakeActor final : public Actor {
 
   // Re-sends the connection's event to the proxy, from this actor (so its gate lets it through).
   void Forward(EventHandlePtr& ev) {
-    if (auto* bytes = ev->Get<EvBytesReceived>();
-        bytes != nullptr && bytes->connection == handed_) {
-      Send(proxy_, std::make_unique<EvBytesReceived>(handed_, std::move(bytes->bytes)));
-    } else if (const auto* down = ev->Get<EvConnectionDown>();
-               down != nullptr && down->connection == handed_) {
-      Send(proxy_, std::make_unique<EvConnectionDown>(handed_, down->reason));
+    ConnectionId connection = 0;
+    if (std::unique_ptr<EventBase> copy = TakeConnectionEvent(*ev, &connection);
+        copy != nullptr && connection == handed_) {
+      Send(proxy_, std::move(copy));
     }
   }
 

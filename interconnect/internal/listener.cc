@@ -7,6 +7,7 @@
 
 #include "actors/log.h"
 #include "interconnect/internal/events.h"
+#include "interconnect/internal/handover.h"
 
 namespace troupe::interconnect {
 namespace {
@@ -51,15 +52,10 @@ class Listener final : public Actor {
 
   // Re-sends an event of a connection being handed over to its handshake actor, from us.
   void Forward(EventHandlePtr& ev) {
-    if (auto* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
-      if (auto it = handing_.find(bytes->connection); it != handing_.end()) {
-        Send(it->second,
-             std::make_unique<EvBytesReceived>(bytes->connection, std::move(bytes->bytes)));
-      }
-    } else if (const auto* down = ev->Get<EvConnectionDown>(); down != nullptr) {
-      if (auto it = handing_.find(down->connection); it != handing_.end()) {
-        Send(it->second, std::make_unique<EvConnectionDown>(down->connection, down->reason));
-      }
+    ConnectionId connection = 0;
+    std::unique_ptr<EventBase> copy = TakeConnectionEvent(*ev, &connection);
+    if (auto it = handing_.find(connection); copy != nullptr && it != handing_.end()) {
+      Send(it->second, std::move(copy));
     }
   }
 

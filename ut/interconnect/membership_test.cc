@@ -19,6 +19,7 @@
 #include "interconnect/nameservice.h"
 #include "interconnect/testing/pipe_network.h"
 #include "ut/interconnect/ic_test_util.h"
+#include "ut/interconnect/pipe_cluster.h"
 
 namespace troupe::interconnect {
 namespace {
@@ -28,8 +29,6 @@ using testing::TestRuntime;
 using testing::TestRuntimeOptions;
 using testutil::EvIcPing;
 using testutil::EvIcPong;
-
-constexpr ActorId kEcho = ServiceId("echo");
 
 NodeEndpoint Endpoint(NodeId node) {
   return {.node = node, .host = "node", .port = static_cast<uint16_t>(7000 + node)};
@@ -50,68 +49,20 @@ class QuietNameservice final : public Nameservice {
   StaticNameservice table_;
 };
 
-// Three nodes over one PipeNetwork, each with its own nameservice: each starts knowing only the
-// nodes `initial[node]` lists.
-struct MemberCluster {
-  MemberCluster(std::vector<std::shared_ptr<Nameservice>> names, uint64_t seed = 1)
-      : network(absl::Microseconds(50)), nameservices(std::move(names)) {
-    TestRuntimeOptions options;
-    options.nodes = static_cast<uint32_t>(nameservices.size() - 1);
-    options.seed = seed;
-    options.simulated_interconnect = false;
-    options.config = testutil::ClusterConfig("node", {});
-    ics.resize(nameservices.size());
-    options.on_node_start = [this](TestRuntime& rt, NodeId node) {
-      ActorSystem& system = rt.node(node);
-      InterconnectOptions ic_options;
-      ic_options.transport = std::shared_ptr<Transport>(network.TransportFor(&system));
-      ic_options.incarnation = node * 1000 + rt.incarnation(node);
-      ic_options.nameservice = nameservices[node];
-      absl::StatusOr<std::unique_ptr<Interconnect>> ic =
-          Interconnect::Start(&system, std::move(ic_options));
-      ASSERT_TRUE(ic.ok()) << ic.status();
-      ics[node] = std::move(*ic);
-      ASSERT_TRUE(
-          system.RegisterService(kEcho, system.Register(std::make_unique<testutil::Echo>())).ok());
-    };
-    runtime = std::make_unique<TestRuntime>(std::move(options));
-  }
-  ~MemberCluster() {
-    for (auto& ic : ics) {
-      ic.reset();
-    }
-  }
-  MemberCluster(const MemberCluster&) = delete;
-  MemberCluster& operator=(const MemberCluster&) = delete;
-  MemberCluster(MemberCluster&&) = delete;
-  MemberCluster& operator=(MemberCluster&&) = delete;
+// Sends a tracked ping from an edge actor of `from` to echo@`to` and returns what came back.
+EventHandlePtr Ping(PipeCluster& cluster, NodeId from, NodeId to) {
+  TestRuntime& rt = *cluster.runtime;
+  const ActorId edge = rt.AllocateEdgeActor(from);
+  rt.Send(std::make_unique<EventHandle>(ServiceId("echo", to), edge, std::make_unique<EvIcPing>(),
+                                        kTrackDelivery));
+  return rt.GrabEdgeEvent(edge, std::nullopt, Within(absl::Seconds(5)));
+}
 
-  std::optional<SessionCounters> Session(NodeId node, NodeId peer) const {
-    for (const SessionCounters& counters : ics[node]->Counters()) {
-      if (counters.peer == peer) {
-        return counters;
-      }
-    }
-    return std::nullopt;
-  }
-  bool Up(NodeId a, NodeId b) const {
-    auto ab = Session(a, b);
-    auto ba = Session(b, a);
-    return ab && ba && ab->connected && ba->connected;
-  }
-  // Sends a tracked ping from an edge actor of `from` to echo@`to` and returns what came back.
-  EventHandlePtr Ping(NodeId from, NodeId to) {
-    const ActorId edge = runtime->AllocateEdgeActor(from);
-    runtime->Send(std::make_unique<EventHandle>(ServiceId("echo", to), edge,
-                                                std::make_unique<EvIcPing>(), kTrackDelivery));
-    return runtime->GrabEdgeEvent(edge, std::nullopt, Within(absl::Seconds(5)));
-  }
-
-  PipeNetwork network;
-  std::vector<std::shared_ptr<Nameservice>> nameservices;
-  std::vector<std::unique_ptr<Interconnect>> ics;
-  std::unique_ptr<TestRuntime> runtime;
-};
+// A cluster of nodes 1..names.size()-1, each asking its own nameservice.
+std::unique_ptr<PipeCluster> Cluster(std::vector<std::shared_ptr<Nameservice>> names) {
+  const auto nodes = static_cast<uint32_t>(names.size() - 1);
+  return std::make_unique<PipeCluster>(nodes, 1, nullptr, absl::Microseconds(50), std::move(names));
+}
 
 std::shared_ptr<StaticNameservice> Table(std::vector<NodeId> nodes) {
   std::vector<NodeEndpoint> members;
@@ -125,59 +76,59 @@ TEST(MembershipTest, ANodeThatJoinsTheTableGetsSessionsWithoutARestart) {
   auto names1 = Table({1, 2});
   auto names2 = Table({1, 2});
   auto names3 = Table({1, 2, 3});
-  MemberCluster cluster({nullptr, names1, names2, names3});
-  TestRuntime& rt = *cluster.runtime;
-  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
-  EXPECT_FALSE(cluster.Session(1, 3).has_value()) << "node 1 does not know node 3 yet";
+  auto cluster = Cluster({nullptr, names1, names2, names3});
+  TestRuntime& rt = *cluster->runtime;
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster->Up(1, 2); }, Within(absl::Seconds(5))));
+  EXPECT_FALSE(cluster->HasSession(1, 3)) << "node 1 does not know node 3 yet";
 
-  EventHandlePtr refused = cluster.Ping(1, 3);
+  EventHandlePtr refused = Ping(*cluster, 1, 3);
   ASSERT_NE(refused, nullptr);
   ASSERT_EQ(refused->type(), kEvUndelivered);
   EXPECT_EQ(refused->Get<EvUndelivered>()->reason, UndeliveredReason::kNoRoute);
 
   names1->Set(Endpoint(3));  // node 3 joins: the watch opens a proxy, which dials (1 < 3)
   names2->Set(Endpoint(3));
-  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 3) && cluster.Up(2, 3); },
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster->Up(1, 3) && cluster->Up(2, 3); },
                                Within(absl::Seconds(5))));
   for (const NodeId from : {1u, 2u}) {
-    EventHandlePtr pong = cluster.Ping(from, 3);
+    EventHandlePtr pong = Ping(*cluster, from, 3);
     ASSERT_NE(pong, nullptr);
     EXPECT_EQ(pong->type(), EvIcPong::kEventType) << pong->ToString();
   }
-  EXPECT_EQ(cluster.Session(1, 3)->sessions, 1u);
-  EXPECT_EQ(cluster.Session(1, 2)->sessions, 1u) << "the running session was not disturbed";
+  EXPECT_EQ(cluster->Session(1, 3).sessions, 1u);
+  EXPECT_EQ(cluster->Session(1, 2).sessions, 1u) << "the running session was not disturbed";
 }
 
 TEST(MembershipTest, AMemberFoundOnlyByRoutingGetsAProxyOnTheFirstEvent) {
   auto names1 = std::make_shared<QuietNameservice>(std::vector<NodeEndpoint>{Endpoint(1)});
   auto names2 = Table({1, 2});
-  MemberCluster cluster({nullptr, names1, names2});
-  TestRuntime& rt = *cluster.runtime;
+  auto cluster = Cluster({nullptr, names1, names2});
+  TestRuntime& rt = *cluster->runtime;
   rt.DispatchEvents(Within(absl::Milliseconds(300)));
-  EXPECT_TRUE(cluster.ics[1]->Counters().empty()) << "node 1 has no peer yet";
+  EXPECT_TRUE(cluster->ics[1]->Counters().empty()) << "node 1 has no peer yet";
 
   names1->Set(Endpoint(2));  // nobody is told; the first event routed to node 2 finds it
-  EventHandlePtr pong = cluster.Ping(1, 2);
+  EventHandlePtr pong = Ping(*cluster, 1, 2);
   ASSERT_NE(pong, nullptr);
   EXPECT_EQ(pong->type(), EvIcPong::kEventType) << pong->ToString();
-  ASSERT_TRUE(cluster.Session(1, 2).has_value());
-  EXPECT_TRUE(cluster.Session(1, 2)->up);
+  ASSERT_TRUE(cluster->HasSession(1, 2));
+  EXPECT_TRUE(cluster->Session(1, 2).up);
 }
 
 TEST(MembershipTest, ANodeOutsideTheAcceptorsTableIsRefused) {
   auto names1 = Table({1, 2});
   auto names2 = Table({2});  // node 2 does not count node 1 as a member
-  MemberCluster cluster({nullptr, names1, names2});
-  TestRuntime& rt = *cluster.runtime;
+  auto cluster = Cluster({nullptr, names1, names2});
+  TestRuntime& rt = *cluster->runtime;
   CapturingLogSink logs;
   rt.DispatchEvents(Within(absl::Seconds(1)));
   EXPECT_TRUE(logs.Contains("is not another node of this cluster's table"));
-  ASSERT_TRUE(cluster.Session(1, 2).has_value());
-  EXPECT_FALSE(cluster.Session(1, 2)->connected);
-  EXPECT_FALSE(cluster.Session(1, 2)->up) << "no session with a node that refuses us";
+  ASSERT_TRUE(cluster->HasSession(1, 2));
+  EXPECT_FALSE(cluster->Session(1, 2).connected);
+  EXPECT_FALSE(cluster->Session(1, 2).up) << "no session with a node that refuses us";
 
   names2->Set(Endpoint(1));  // admitted: the next dial goes through
-  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster->Up(1, 2); }, Within(absl::Seconds(5))));
 }
 
 }  // namespace

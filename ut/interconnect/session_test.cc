@@ -21,6 +21,7 @@
 #include "interconnect/interconnect.h"
 #include "interconnect/testing/pipe_network.h"
 #include "ut/interconnect/ic_test_util.h"
+#include "ut/interconnect/pipe_cluster.h"
 
 namespace troupe::interconnect {
 namespace {
@@ -31,72 +32,6 @@ using testing::TestRuntimeOptions;
 using testutil::EvIcData;
 using testutil::EvIcPing;
 using testutil::EvIcPong;
-
-constexpr ActorId kEcho = ServiceId("echo");
-
-// N nodes of a TestRuntime, each with a real Interconnect over one PipeNetwork.
-struct PipeCluster {
-  explicit PipeCluster(uint32_t nodes, uint64_t seed = 1,
-                       const std::function<void(proto::InterconnectConfig&)>& tune = nullptr,
-                       absl::Duration latency = absl::Microseconds(50))
-      : network(latency) {
-    std::vector<uint16_t> ports;
-    for (uint32_t i = 1; i <= nodes; ++i) {
-      ports.push_back(static_cast<uint16_t>(7000 + i));
-    }
-    TestRuntimeOptions options;
-    options.nodes = nodes;
-    options.seed = seed;
-    options.simulated_interconnect = false;
-    options.config = testutil::ClusterConfig("node", ports);
-    if (tune) {
-      tune(*options.config.mutable_interconnect());
-    }
-    ics.resize(nodes + 1);
-    options.on_node_start = [this](TestRuntime& rt, NodeId node) {
-      ActorSystem& system = rt.node(node);
-      InterconnectOptions ic_options;
-      ic_options.transport = std::shared_ptr<Transport>(network.TransportFor(&system));
-      ic_options.incarnation = node * 1000 + rt.incarnation(node);
-      absl::StatusOr<std::unique_ptr<Interconnect>> ic =
-          Interconnect::Start(&system, std::move(ic_options));
-      ASSERT_TRUE(ic.ok()) << ic.status();
-      ics[node] = std::move(*ic);
-      ASSERT_TRUE(
-          system.RegisterService(kEcho, system.Register(std::make_unique<testutil::Echo>())).ok());
-    };
-    runtime = std::make_unique<TestRuntime>(std::move(options));
-  }
-  ~PipeCluster() {
-    for (auto& ic : ics) {
-      ic.reset();
-    }
-  }
-  PipeCluster(const PipeCluster&) = delete;
-  PipeCluster& operator=(const PipeCluster&) = delete;
-  PipeCluster(PipeCluster&&) = delete;
-  PipeCluster& operator=(PipeCluster&&) = delete;
-
-  SessionCounters Session(NodeId node, NodeId peer) const {
-    for (const SessionCounters& counters : ics[node]->Counters()) {
-      if (counters.peer == peer) {
-        return counters;
-      }
-    }
-    return {};
-  }
-  bool Up(NodeId a, NodeId b) const { return Session(a, b).connected && Session(b, a).connected; }
-
-  void CutAll() {
-    for (const ConnectionId id : network.ConnectionIds()) {
-      network.Cut(id);
-    }
-  }
-
-  PipeNetwork network;
-  std::vector<std::unique_ptr<Interconnect>> ics;
-  std::unique_ptr<TestRuntime> runtime;
-};
 
 DispatchOptions Within(absl::Duration time) {
   DispatchOptions options;
