@@ -12,9 +12,10 @@
 //   };
 //   static_assert(troupe::InEventSpace(kEvEnd - 1, troupe::kUserEventSpace));
 //
-//   struct EvPing : troupe::EventLocal<EvPing, kEvPing> { int seq = 0; };       // never leaves
-//   node struct EvPong : troupe::EventPB<EvPong, my::Pong, kEvPong> {};               // protobuf
-//   body
+//   // Never leaves its node:
+//   struct EvPing : troupe::EventLocal<EvPing, kEvPing> { int seq = 0; };
+//   // Its body is the protobuf message my::Pong, serialized when it crosses nodes:
+//   struct EvPong : troupe::EventPB<EvPong, my::Pong, kEvPong> {};
 //
 // An `EventHandle` is the envelope: type, flags, recipient, sender, cookie, forward target and
 // trace id, plus either the event object or its serialized bytes. Within one node an event is
