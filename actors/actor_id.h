@@ -2,7 +2,7 @@
 //
 // ActorId: the 16-byte address of an actor or a service, valid across nodes.
 //
-// Layout (fixed by DESIGN.md, also the wire layout):
+// Layout (fixed by docs/design.md, also the wire layout):
 //
 //   | field     | bits | meaning                                                              |
 //   |-----------|------|----------------------------------------------------------------------|

@@ -2,7 +2,7 @@
 //
 // The implementation behind ActorSystem: delivery rules, dispatch, registration and shutdown.
 //
-// Delivery rules, in order (DESIGN.md):
+// Delivery rules, in order (docs/design.md):
 //   1. recipient on another node → the driver's RouteRemote when a driver runs the node (the
 //      deterministic test runtime's simulated interconnect), else the installed RemoteRouter (the
 //      interconnect), else reported as kNoRoute;
