@@ -6,9 +6,9 @@
 // run by the destructor) stops the scheduler, lets each worker finish its current activation, joins
 // every thread, destroys every actor (destructors run) and frees every event still queued.
 //
-// Delivery guarantees (docs/design.md): a mailbox is processed by at most one thread at a time; events
-// from one sender to one recipient are handled in send order; delivery is at most once, and a
-// sender that asked for kTrackDelivery learns EvUndelivered when its event cannot be delivered.
+// Delivery guarantees (docs/design.md): a mailbox is processed by at most one thread at a time;
+// events from one sender to one recipient are handled in send order; delivery is at most once, and
+// a sender that asked for kTrackDelivery learns EvUndelivered when its event cannot be delivered.
 //
 // Scheduling (actors/README.md): each pool runs ready mailboxes on its workers with a run-next
 // slot and stealable local queues, activation budgets, spin-then-park, optional fair mode and a

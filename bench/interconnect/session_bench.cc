@@ -3,8 +3,8 @@
 // session_bench: two nodes in one process joined by the interconnect over loopback TCP.
 //
 // What is measured (wall clock, UseRealTime):
-// /proxies_in_user_pool:0 runs the proxies in the IC pool (the default, docs/design.md), :1 in the User
-// pool next to the actors (InterconnectOptions::pool), which saves a thread wake-up per hop.
+// /proxies_in_user_pool:0 runs the proxies in the IC pool (the default, docs/design.md), :1 in the
+// User pool next to the actors (InterconnectOptions::pool), which saves a thread wake-up per hop.
 //   - BM_RemotePingPong          one ball between an actor on node 1 and one on node 2; reports
 //                                rtt_us, the mean round trip (actor → proxy → TCP → proxy → actor
 //                                and back). The ponger forwards the received handle untouched, so
