@@ -19,10 +19,12 @@ fail() {
   failed=1
 }
 
+sources=('*.h' '*.cc' '*.proto')
 if hits=$(git grep -n '#include "interconnect/' -- 'actors/*' 'proto/*'); then
   fail "actors/ or proto/ includes interconnect/:"$'\n'"$hits"
 fi
-if hits=$(git grep -n '#include "actors/internal/' -- ':!actors/*' | grep -Ev "$white_box"); then
+if hits=$(git grep -n '#include "actors/internal/' -- "${sources[@]}" ':!actors/*' |
+  grep -Ev "$white_box"); then
   fail "a file outside actors/ includes actors/internal/ (use actors/node_hooks.h):"$'\n'"$hits"
 fi
 if hits=$(git grep -n 'runtime()' -- 'interconnect/*' 'actors/testing/*' 'examples/*'); then
