@@ -61,14 +61,12 @@ void MetricsRegistry::ForEach(absl::FunctionRef<void(const MetricSample&)> visit
 std::optional<int64_t> MetricsRegistry::Value(std::string_view name,
                                               const MetricLabels& labels) const {
   troupe::MutexLock lock(&mu_);
-  for (auto it = entries_.lower_bound(std::make_tuple(std::string(name), labels, uint64_t{0}));
-       it != entries_.end() && std::get<0>(it->first) == name; ++it) {
-    if (std::get<1>(it->first) == labels) {
-      return it->second.read();
-    }
-    break;
+  // The first entry at or after (name, labels) is the metric when it exists (ids start at 1).
+  auto it = entries_.lower_bound(std::make_tuple(std::string(name), labels, uint64_t{0}));
+  if (it == entries_.end() || std::get<0>(it->first) != name || std::get<1>(it->first) != labels) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  return it->second.read();
 }
 
 int64_t MetricsRegistry::Sum(std::string_view name, const MetricLabels& match) const {
