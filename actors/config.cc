@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/config.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -20,6 +22,7 @@ namespace {
 
 constexpr uint32_t kMaxThreads = 256;
 constexpr uint32_t kMaxNodeId = (1u << 20) - 1;
+constexpr size_t kMaxClusterIdSize = 256;
 
 class CollectErrors final : public google::protobuf::io::ErrorCollector {
  public:
@@ -77,6 +80,12 @@ absl::Status ValidateInterconnect(const proto::InterconnectConfig& ic) {
       return s;
     }
   }
+  // It travels in every handshake, which has a limit of 4096 bytes.
+  if (ic.cluster_id().size() > kMaxClusterIdSize) {
+    return absl::InvalidArgumentError(absl::StrCat("interconnect.cluster_id: at most ",
+                                                   kMaxClusterIdSize, " bytes, got ",
+                                                   ic.cluster_id().size()));
+  }
   if (ic.has_heartbeat_interval_ms()) {
     if (absl::Status s = CheckRange<uint64_t>("interconnect.heartbeat_interval_ms",
                                               ic.heartbeat_interval_ms(), 10, 60'000);
@@ -102,6 +111,24 @@ absl::Status ValidateInterconnect(const proto::InterconnectConfig& ic) {
   if (ic.has_max_event_size()) {
     if (absl::Status s = CheckRange<uint32_t>("interconnect.max_event_size", ic.max_event_size(),
                                               1024, 64u << 20);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (ic.has_max_queued_bytes()) {
+    const uint64_t unacked = ic.has_max_unacked_bytes() ? ic.max_unacked_bytes() : 16u << 20;
+    const uint64_t event = ic.has_max_event_size() ? ic.max_event_size() : 8u << 20;
+    if (absl::Status s =
+            CheckRange<uint64_t>("interconnect.max_queued_bytes", ic.max_queued_bytes(),
+                                 std::max(2 * unacked, event + unacked), uint64_t{64} << 30);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (ic.has_max_redial_delay_ms()) {
+    const uint64_t heartbeat = ic.has_heartbeat_interval_ms() ? ic.heartbeat_interval_ms() : 500;
+    if (absl::Status s = CheckRange<uint64_t>("interconnect.max_redial_delay_ms",
+                                              ic.max_redial_delay_ms(), heartbeat, 600'000);
         !s.ok()) {
       return s;
     }
@@ -134,6 +161,12 @@ absl::StatusOr<proto::ActorSystemConfig> ParseConfig(std::string_view text) {
 }
 
 absl::StatusOr<proto::ActorSystemConfig> LoadConfigFile(const std::string& path) {
+  // An ifstream opens a directory and reads it as empty: the config would silently be defaults.
+  std::error_code status_error;
+  if (std::filesystem::is_directory(path, status_error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config file \"", path, "\" is a directory, not a file"));
+  }
   std::ifstream in(path);
   if (!in) {
     const int error = errno;
@@ -315,6 +348,14 @@ proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
   }
   if (!ic.has_max_event_size()) {
     ic.set_max_event_size(8u << 20);
+  }
+  if (!ic.has_max_queued_bytes()) {
+    ic.set_max_queued_bytes(
+        std::max<uint64_t>({uint64_t{64} << 20, 2 * ic.max_unacked_bytes(),
+                            uint64_t{ic.max_event_size()} + ic.max_unacked_bytes()}));
+  }
+  if (!ic.has_max_redial_delay_ms()) {
+    ic.set_max_redial_delay_ms(std::max<uint64_t>(10'000, ic.heartbeat_interval_ms()));
   }
   return full;
 }

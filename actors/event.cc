@@ -78,6 +78,8 @@ std::string_view UndeliveredReasonName(UndeliveredReason reason) {
       return "shutdown";
     case UndeliveredReason::kNotSerializable:
       return "not-serializable";
+    case UndeliveredReason::kOverloaded:
+      return "overloaded";
   }
   return "unknown";
 }

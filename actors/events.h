@@ -57,6 +57,9 @@ enum class UndeliveredReason : uint32_t {
   kShutdown = 7,
   // The event had to cross nodes but is local (not an EventPB) or did not serialize.
   kNotSerializable = 8,
+  // The bytes held for the recipient's node reached interconnect.max_queued_bytes (the peer or
+  // the link is slower than the senders): refused at once, nothing was sent.
+  kOverloaded = 9,
 };
 
 // Returns "actor-not-found", "unknown-service", ...

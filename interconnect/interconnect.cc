@@ -29,8 +29,10 @@
 #include "interconnect/internal/listener.h"
 #include "interconnect/internal/peer_table.h"
 #include "interconnect/internal/proxy.h"
+#include "interconnect/internal/refusal_log.h"
 #include "interconnect/internal/router.h"
 #include "interconnect/tcp_transport.h"
+#include "interconnect/tls_transport.h"
 
 namespace troupe::interconnect {
 namespace {
@@ -83,7 +85,7 @@ struct SessionField {
   std::string_view metric;
   uint64_t SessionCounters::*field;
 };
-constexpr std::array<SessionField, 12> kSessionFields = {{
+constexpr std::array<SessionField, 16> kSessionFields = {{
     {"troupe_session_sessions_total", &SessionCounters::sessions},
     {"troupe_session_connections_total", &SessionCounters::connections},
     {"troupe_session_events_sent_total", &SessionCounters::events_sent},
@@ -96,6 +98,10 @@ constexpr std::array<SessionField, 12> kSessionFields = {{
     {"troupe_session_unacked_bytes", &SessionCounters::unacked_bytes},
     {"troupe_session_backpressure_stalls_total", &SessionCounters::backpressure_stalls},
     {"troupe_session_protocol_errors_total", &SessionCounters::protocol_errors},
+    {"troupe_session_refusals_total", &SessionCounters::refusals},
+    {"troupe_session_overloaded_total", &SessionCounters::overloaded},
+    {"troupe_session_failed_links", &SessionCounters::failed_links},
+    {"troupe_session_held_bytes", &SessionCounters::held_bytes},
 }};
 
 void AddSessionSample(const MetricSample& sample, SessionCounters& counters) {
@@ -160,22 +166,40 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   ic->system_ = system;
   ic->nameservice_ = nameservice;
   ic->incarnation_ = identity.incarnation;
-  ic->transport_ = options.transport != nullptr
-                       ? std::move(options.transport)
-                       : std::shared_ptr<Transport>(MakeTcpTransport(system));
+  if (options.transport != nullptr) {
+    ic->transport_ = std::move(options.transport);
+  } else if (config.has_tls()) {
+    absl::StatusOr<std::unique_ptr<Transport>> tls =
+        MakeTlsTransport(system, {.ca_file = config.tls().ca_file(),
+                                  .cert_file = config.tls().cert_file(),
+                                  .key_file = config.tls().key_file(),
+                                  .node = self});
+    if (!tls.ok()) {
+      return absl::Status(tls.status().code(),
+                          absl::StrCat("interconnect.tls.", tls.status().message()));
+    }
+    ic->transport_ = std::move(*tls);
+  } else {
+    ic->transport_ = MakeTcpTransport(system);
+  }
 
   StreamLimits limits;
   limits.max_unacked_bytes = config.max_unacked_bytes();
   limits.max_event_size = config.max_event_size();
   const absl::Duration heartbeat = absl::Milliseconds(config.heartbeat_interval_ms());
   const absl::Duration dead_timeout = absl::Milliseconds(config.dead_peer_timeout_ms());
+  auto refusals = std::make_shared<RefusalLog>();
+  ic->refusals_ = refusals;
+  ic->metrics_ = refusals->PublishMetrics(MetricsOf(*system));
   const SessionSettings base{.identity = identity,
                              .heartbeat = heartbeat,
                              .dead_timeout = dead_timeout,
                              .limits = limits,
                              .nameservice = nameservice,
                              .transport = ic->transport_,
-                             .handshakes = register_options};
+                             .handshakes = register_options,
+                             .refusals = refusals,
+                             .max_redial_delay = absl::Milliseconds(config.max_redial_delay_ms())};
   ic->peers_ = std::make_shared<PeerTable>(
       [system, base, register_options](const std::shared_ptr<PeerChannel>& channel) {
         return StartProxy(system, base, register_options, channel);
@@ -185,7 +209,8 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   }
   ic->listener_ = system->Register(MakeListener(HandshakeSettings{.identity = identity,
                                                                   .transport = ic->transport_,
-                                                                  .timeout = dead_timeout},
+                                                                  .timeout = dead_timeout,
+                                                                  .refusals = refusals},
                                                 ic->peers_, register_options),
                                    register_options);
   if (ic->listener_.IsEmpty()) {
@@ -197,7 +222,8 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
                                                own->port, ": ", port.status().message()));
   }
   ic->port_ = *port;
-  ic->router_ = std::make_shared<Router>(system, ic->peers_, nameservice, limits.max_event_size);
+  ic->router_ = std::make_shared<Router>(system, ic->peers_, nameservice, limits.max_event_size,
+                                         config.max_queued_bytes() - config.max_unacked_bytes());
   SetRemoteRouter(*system, ic->router_);
   // A member that joins later is dialled (or awaited) from the moment the nameservice says so.
   ic->watch_ = nameservice->Watch(

@@ -10,29 +10,42 @@
 // From then on a send to an ActorId (or a ServiceId) of another node goes to that node's proxy:
 //   - the event is serialized on the sender's thread; a local event is refused with
 //     Undelivered{kNotSerializable}, one above max_event_size with Undelivered{kTooLarge}, one for
-//     a node the nameservice does not know with Undelivered{kNoRoute};
+//     a node the nameservice does not know with Undelivered{kNoRoute}, and one that would take
+//     the bytes held for its node past max_queued_bytes with Undelivered{kOverloaded} (the bound
+//     covers every queue between Send and the socket: events waiting, frames not acknowledged,
+//     the transport's copy; troupe_session_overloaded_total and _held_bytes show the pressure);
 //   - the proxy waits for the session while it is being established, then packs events into
 //     frames (many per frame, many frames per write) with sequence numbers, acknowledgements and
 //     XXH3 checksums (interconnect/internal/wire.h);
 //   - the node with the lower id dials (again after 20 ms, doubling up to the heartbeat interval,
-//     while the peer refuses; again at once when the handshake is not answered within two
-//     heartbeats), the other accepts; the handshake checks protocol version, cluster id and node
-//     ids (interconnect/internal/handshake.h), in one handshake actor per connection;
+//     while nothing listens; again at once when the handshake is not answered within two
+//     heartbeats), the other accepts; the handshake checks protocol version, cluster id, node
+//     ids and, with TLS, that the claimed node id is the one the certificate names
+//     (interconnect/internal/handshake.h), in one handshake actor per connection;
+//   - a refused connection is answered with the reason, which both sides log once per change
+//     with the remote address and count (troupe_interconnect_refusals_total{direction}); the
+//     dialler dials again after a heartbeat, doubling up to max_redial_delay_ms;
+//   - each side announces the largest frame it accepts: an event the peer cannot take gets
+//     Undelivered{kTooLarge} at the sender and the session goes on;
 //   - a broken connection is redialled while the session lives; unacknowledged frames are resent
 //     and the receiver drops duplicates, so order per sender→recipient is kept and nothing is lost;
-//   - the session dies when the peer is silent (no byte, not even a heartbeat) for
-//     dead_peer_timeout (events waiting for a session that never comes wait as long), or when it
-//     restarts (a new incarnation): unsent tracked events get
-//     Undelivered{kDisconnected}, sent-but-unacknowledged ones get it marked unsure (tracked
-//     events, and any event sent with kGenerateUnsureUndelivered), and kSubscribeOnSession
-//     subscribers get EvNodeDisconnected (actors/session_events.h). A killed peer's connection
-//     resets at once, but only the timeout tells a dead peer from a cut cable: the session ends
-//     then;
+//   - the session dies when the peer is silent (no valid frame, not even a heartbeat: a
+//     handshake alone is no sign of life) for dead_peer_timeout (events waiting for a session that
+//     never comes wait as long), when five connections in a row are closed for protocol errors,
+//     or when the peer restarts (a new incarnation). Unsent tracked events get
+//     Undelivered{kDisconnected} (on a restart they go to the new incarnation instead: they were
+//     never sent), sent-but-unacknowledged ones get it marked unsure (tracked events, and any
+//     event sent with kGenerateUnsureUndelivered), and kSubscribeOnSession subscribers get
+//     EvNodeDisconnected (actors/session_events.h). An event acknowledged by a peer that then
+//     dies is lost with it, unreported (acknowledged means delivered to the node, not handled).
+//     A killed peer's connection resets at once, but only the timeout tells a dead peer from a
+//     cut cable: the session ends then;
 //   - at most max_unacked_bytes are sent and not acknowledged: past it the proxy stops sending
 //     (backpressure) and events wait in its queue;
 //   - malformed input (bad magic, checksum, length, garbage instead of a handshake, a handshake
 //     from another cluster or an unexpected node) closes that connection with a logged reason;
 //     every other session goes on.
+// With `interconnect.tls` set (off by default), connections are mutual TLS 1.3 (tls_transport.h).
 // Received events keep their bytes until the handler asks for the message (EventPB lazy parse).
 //
 // Counters: every session publishes troupe_session_* metrics labelled peer into the node's
@@ -61,12 +74,14 @@
 
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
+#include "actors/metrics.h"
 #include "interconnect/nameservice.h"
 #include "interconnect/transport.h"
 
 namespace troupe::interconnect {
 
 class PeerTable;
+class RefusalLog;
 class Router;
 
 // The well-known ServiceId of this node's proxy for `peer` ("ic/<peer>").
@@ -110,6 +125,15 @@ struct SessionCounters {
   uint64_t backpressure_stalls = 0;
   // Connections closed because of malformed or refused input.
   uint64_t protocol_errors = 0;
+  // Connections the peer refused (or whose answer this node refused), with the reason logged.
+  uint64_t refusals = 0;
+  // Events refused with Undelivered{kOverloaded}: the bytes held for the peer were at
+  // max_queued_bytes (senders are faster than the peer or the link).
+  uint64_t overloaded = 0;
+  // Connections in a row this node closed for protocol errors (the 5th ends the session).
+  uint64_t failed_links = 0;
+  // Bytes held for the peer now (events queued and in unacknowledged frames, with overhead).
+  uint64_t held_bytes = 0;
 };
 
 class Interconnect {
@@ -145,6 +169,9 @@ class Interconnect {
   std::shared_ptr<Router> router_;
   ActorId listener_;
   NameserviceWatch watch_;
+  // The node's refusals and their metric, troupe_interconnect_refusals_total{direction}.
+  std::shared_ptr<RefusalLog> refusals_;
+  std::vector<MetricsRegistry::Registration> metrics_;
   uint16_t port_ = 0;
   uint64_t incarnation_ = 0;
 };

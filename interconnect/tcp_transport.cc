@@ -38,6 +38,7 @@
 #include "actors/check.h"
 #include "actors/log.h"
 #include "actors/sync.h"
+#include "interconnect/internal/asio_socket.h"
 
 namespace troupe::interconnect {
 namespace {
@@ -76,6 +77,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
   // which keeps the byte order.
   bool writing ABSL_GUARDED_BY(mu) = false;
   std::string queued ABSL_GUARDED_BY(mu);
+  // "host:port" of the remote end, once established.
+  std::string remote ABSL_GUARDED_BY(mu);
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;
@@ -89,10 +92,6 @@ struct Listener {
   asio::steady_timer retry;
   const ActorId owner;
 };
-
-absl::Status Unavailable(const std::string& what, const std::error_code& error) {
-  return absl::UnavailableError(absl::StrCat(what, ": ", error.message()));
-}
 
 class TcpTransport final : public Transport {
  public:
@@ -109,19 +108,19 @@ class TcpTransport final : public Transport {
   void SetOwner(ConnectionId connection, const ActorId& owner) override;
   void Write(ConnectionId connection, std::string bytes) override;
   void Close(ConnectionId connection) override;
+  PeerInfo Peer(ConnectionId connection) const override;
   void Shutdown() override;
 
  private:
   // -- any thread -------------------------------------------------------------------------------
 
-  ConnectionPtr Find(ConnectionId id) ABSL_LOCKS_EXCLUDED(mu_);
+  ConnectionPtr Find(ConnectionId id) const ABSL_LOCKS_EXCLUDED(mu_);
   // Registers a connection; null once shut down.
   ConnectionPtr Adopt(tcp::socket socket, const ActorId& owner) ABSL_LOCKS_EXCLUDED(mu_);
   // Marks `c` down (nothing more reaches its owner) and has the I/O thread close and forget it.
   void Retire(Connection& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
   // Tells the owner `reason`, then retires `c`.
   void GoDown(Connection& c, absl::Status reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
-  void ApplyBufferSize(tcp::socket& socket);
 
   // -- I/O thread -------------------------------------------------------------------------------
 
@@ -143,7 +142,7 @@ class TcpTransport final : public Transport {
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   // Held for the whole of Shutdown, so a second caller returns only once the first is done.
   troupe::Mutex shutdown_mu_;
-  troupe::Mutex mu_;
+  mutable troupe::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   ConnectionId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<ConnectionId, ConnectionPtr> connections_ ABSL_GUARDED_BY(mu_);
@@ -170,51 +169,11 @@ absl::StatusOr<uint16_t> TcpTransport::Listen(const std::string& host, uint16_t 
       return absl::FailedPreconditionError("the transport is shut down");
     }
   }
-  const std::string address = absl::StrCat(host, ":", port);
-  std::error_code error;
-  tcp::endpoint endpoint;
-  const asio::ip::address ip = asio::ip::make_address(host, error);
-  if (!error) {
-    endpoint = tcp::endpoint(ip, port);
-  } else {
-    tcp::resolver resolver(io_);
-    const tcp::resolver::results_type results =
-        resolver.resolve(host, std::to_string(port), tcp::resolver::passive, error);
-    if (error) {
-      return Unavailable(absl::StrCat("listen on ", address), error);
-    }
-    if (results.empty()) {
-      return absl::UnavailableError(absl::StrCat("listen on ", address, ": no address"));
-    }
-    endpoint = results.begin()->endpoint();
-  }
-
   auto listener = std::make_shared<Listener>(io_, acceptor);
-  tcp::acceptor& socket = listener->acceptor;
-  socket.open(endpoint.protocol(), error);
-  if (!error) {
-    socket.set_option(tcp::acceptor::reuse_address(true), error);
-  }
-  if (!error && options_.socket_buffer_bytes > 0) {
-    // Accepted sockets inherit the listener's buffer sizes, with the window scale they imply.
-    socket.set_option(asio::socket_base::receive_buffer_size(options_.socket_buffer_bytes), error);
-    socket.set_option(asio::socket_base::send_buffer_size(options_.socket_buffer_bytes), error);
-  }
-  if (!error) {
-    socket.bind(endpoint, error);
-  }
-  if (!error) {
-    socket.listen(asio::socket_base::max_listen_connections, error);
-  }
-  if (error == asio::error::address_in_use) {
-    return absl::AlreadyExistsError(absl::StrCat("address ", address, " is in use"));
-  }
-  if (error) {
-    return Unavailable(absl::StrCat("listen on ", address), error);
-  }
-  const uint16_t bound = socket.local_endpoint(error).port();
-  if (error) {
-    return Unavailable(absl::StrCat("listen on ", address), error);
+  absl::StatusOr<uint16_t> bound =
+      OpenListener(io_, host, port, options_.socket_buffer_bytes, listener->acceptor);
+  if (!bound.ok()) {
+    return bound.status();
   }
   troupe::MutexLock lock(&mu_);
   if (shut_down_) {
@@ -271,7 +230,7 @@ void TcpTransport::Write(ConnectionId connection, std::string bytes) {
       if (sent < 0) {
         const int error = errno;
         if (error != EAGAIN && error != EWOULDBLOCK) {
-          GoDown(*c, Unavailable("write", std::error_code(error, std::system_category())));
+          GoDown(*c, SocketError("write", std::error_code(error, std::system_category())));
           return;
         }
         sent = 0;
@@ -306,6 +265,15 @@ void TcpTransport::Close(ConnectionId connection) {
   }
 }
 
+PeerInfo TcpTransport::Peer(ConnectionId connection) const {
+  PeerInfo info;
+  if (ConnectionPtr c = Find(connection)) {
+    troupe::MutexLock lock(&c->mu);
+    info.address = c->remote;
+  }
+  return info;
+}
+
 void TcpTransport::Shutdown() {
   troupe::MutexLock serial(&shutdown_mu_);
   {
@@ -322,7 +290,7 @@ void TcpTransport::Shutdown() {
 
 // -- any thread -------------------------------------------------------------------------------
 
-ConnectionPtr TcpTransport::Find(ConnectionId id) {
+ConnectionPtr TcpTransport::Find(ConnectionId id) const {
   troupe::MutexLock lock(&mu_);
   auto it = connections_.find(id);
   return it == connections_.end() ? nullptr : it->second;
@@ -349,15 +317,6 @@ void TcpTransport::Retire(Connection& c) {
 void TcpTransport::GoDown(Connection& c, absl::Status reason) {
   system_->Send(c.owner, std::make_unique<EvConnectionDown>(c.id, std::move(reason)));
   Retire(c);
-}
-
-void TcpTransport::ApplyBufferSize(tcp::socket& socket) {
-  if (options_.socket_buffer_bytes > 0) {
-    std::error_code ignored;
-    socket.set_option(asio::socket_base::receive_buffer_size(options_.socket_buffer_bytes),
-                      ignored);
-    socket.set_option(asio::socket_base::send_buffer_size(options_.socket_buffer_bytes), ignored);
-  }
 }
 
 // -- I/O thread -------------------------------------------------------------------------------
@@ -418,7 +377,7 @@ void TcpTransport::ConnectTo(const ConnectionPtr& c, std::vector<tcp::endpoint> 
       if (!last) {
         last = asio::error::host_not_found;
       }
-      GoDown(*c, Unavailable(absl::StrCat("connect to ", address), last));
+      GoDown(*c, SocketError(absl::StrCat("connect to ", address), last));
       return;
     }
   }
@@ -430,7 +389,7 @@ void TcpTransport::ConnectTo(const ConnectionPtr& c, std::vector<tcp::endpoint> 
     ConnectTo(c, std::move(endpoints), next + 1, std::move(address), error);
     return;
   }
-  ApplyBufferSize(c->socket);
+  ApplyBufferSize(c->socket, options_.socket_buffer_bytes);
   c->socket.async_connect(
       target, [this, c, endpoints = std::move(endpoints), next,
                address = std::move(address)](std::error_code connect_error) mutable {
@@ -446,12 +405,14 @@ void TcpTransport::Established(const ConnectionPtr& c, bool incoming) {
   std::error_code ignored;
   c->socket.set_option(tcp::no_delay(true), ignored);
   c->read_buffer.resize(std::max(options_.read_buffer_size, kMinReadBuffer));
+  const tcp::endpoint remote = c->socket.remote_endpoint(ignored);
   bool flush = false;
   {
     troupe::MutexLock lock(&c->mu);
     if (c->down) {
       return;
     }
+    c->remote = EndpointText(remote);
     c->fd = c->socket.native_handle();
     system_->Send(c->owner, std::make_unique<EvConnectionUp>(c->id, incoming));
     if (!c->queued.empty()) {
@@ -482,7 +443,7 @@ void TcpTransport::Read(const ConnectionPtr& c) {
             return;
           }
           if (error) {
-            GoDown(*c, Unavailable("read", error));
+            GoDown(*c, SocketError("read", error));
             return;
           }
           system_->Send(c->owner, std::make_unique<EvBytesReceived>(c->id, std::move(bytes)));
@@ -512,7 +473,7 @@ void TcpTransport::SendQueued(const ConnectionPtr& c) {
                           return;
                         }
                         if (error) {
-                          GoDown(*c, Unavailable("write", error));
+                          GoDown(*c, SocketError("write", error));
                           return;
                         }
                         if (c->queued.empty()) {

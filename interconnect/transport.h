@@ -10,6 +10,9 @@
 //   | EvBytesReceived     | bytes arrived, in order, in chunks of any size                     |
 //   | EvConnectionDown    | the connection failed or was closed by the peer (reason inside);   |
 //   |                     | also when Connect fails. Nothing follows it for that id.           |
+// A reason with code kUnauthenticated means the transport refused the peer's credentials (a TLS
+// transport: an unknown CA, an expired certificate, one that names no node); the session treats
+// it as a refusal (logged, counted, redialled with backoff), not as a network fault.
 // Write queues bytes in order; Close ends a connection without an EvConnectionDown to its own
 // owner (the other end gets one). TCP through Asio is one implementation (tcp_transport.h); the
 // in-memory PipeNetwork of the troupe::interconnect_testing target is another
@@ -21,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -61,6 +65,16 @@ struct EvConnectionDown final : EventLocal<EvConnectionDown, kEvConnectionDown> 
   absl::Status reason;
 };
 
+// What a transport knows about the remote end of a connection.
+struct PeerInfo {
+  // "host:port" of the remote end (empty when the transport has no addresses), for log lines.
+  std::string address;
+  // The node id the remote end proved with a certificate, for a transport that authenticates
+  // peers (TLS): such a transport sets it on every connection it reports up, and refuses a peer
+  // whose certificate names no node. nullopt: the transport does not authenticate.
+  std::optional<NodeId> certified_node;
+};
+
 class Transport {
  public:
   Transport() = default;
@@ -83,6 +97,9 @@ class Transport {
   virtual void Write(ConnectionId connection, std::string bytes) = 0;
   // Closes the connection; its owner hears nothing more, the other end gets EvConnectionDown.
   virtual void Close(ConnectionId connection) = 0;
+  // Returns what the transport knows about the remote end of `connection` (empty for an unknown
+  // or closed one). Complete once the connection's first bytes have been reported.
+  virtual PeerInfo Peer(ConnectionId connection) const = 0;
   // Closes every connection and listener of this transport and stops its threads: no event is
   // sent after it returns, and every later call is a no-op (Connect returns an id that never comes
   // up). Idempotent; the destructor calls it. Call it before the ActorSystem goes away.

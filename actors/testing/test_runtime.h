@@ -129,6 +129,9 @@ struct TestRuntimeOptions {
   std::optional<uint64_t> seed = std::nullopt;
   // Template of every node's config; node_id is set per node.
   proto::ActorSystemConfig config = {};
+  // Adjusts one node's copy of `config` before the node starts (nodes that differ: limits,
+  // cluster ids). Unset: every node runs the template.
+  std::function<void(NodeId node, proto::ActorSystemConfig& config)> tune_node = nullptr;
   // Simulated time each event spends on a link between nodes, plus a uniform random extra in
   // [0, jitter]. Order per link is kept whatever the jitter.
   absl::Duration latency = absl::ZeroDuration();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// session_bench: two nodes in one process joined by the interconnect over loopback TCP.
+// session_bench: two nodes in one process joined by the interconnect over loopback TCP (and, in the
+// *Tls variants, mutual TLS over it).
 //
 // What is measured (wall clock, UseRealTime):
 // /proxies_in_user_pool:0 runs the proxies in the IC pool (the default, docs/design.md), :1 in the
@@ -12,6 +13,12 @@
 //   - BM_RemoteStream/body:B     one sender on node 1 streams B-byte events to one receiver on
 //                                node 2 within a window of credits the receiver returns every
 //                                1024 events; events/s (items) and body bytes/s.
+//   - BM_RemotePingPongTls, BM_RemoteStreamTls: the same over mutual TLS 1.3
+//                                (interconnect/tls_transport.h), with a test CA and node
+//                                certificates that scripts/make-test-certs.sh makes once per run
+//                                in a temporary directory (the openssl CLI; the script is found
+//                                next to this source, or at $TROUPE_MAKE_TEST_CERTS). The TLS
+//                                handshake happens before the timed region.
 // Why: the targets (RTT ≤ 25 µs, ≥ 3 M events/s of 64 B, ≥ 1.5 GB/s with 64 KiB events)
 // and the peers' figures are for two nodes on loopback; the two processes of a real cluster
 // add nothing but the second address space.
@@ -20,12 +27,16 @@
 //
 //   build/release/bench/interconnect/session_bench
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -53,12 +64,43 @@ static_assert(InEventSpace(kEvBenchEnd - 1, kUserEventSpace + 40));
 struct EvBlob final : EventPB<EvBlob, bench::Blob, kEvBlob> {};
 struct EvCredit final : EventPB<EvCredit, bench::Credit, kEvCredit> {};
 
+// The directory of the test CA and the certificates of nodes 1 and 2, made on first use and
+// removed at exit; nullopt (with the reason printed) when they cannot be made.
+const std::optional<std::string>& TlsCertificates() {
+  static const std::optional<std::string> dir = []() -> std::optional<std::string> {
+    const char* override_script = std::getenv("TROUPE_MAKE_TEST_CERTS");
+    const std::string script =
+        override_script != nullptr
+            ? std::string(override_script)
+            : (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
+               "scripts" / "make-test-certs.sh")
+                  .string();
+    std::string made = (std::filesystem::temp_directory_path() / "troupe-bench-XXXXXX").string();
+    if (::mkdtemp(made.data()) == nullptr) {
+      std::fprintf(stderr, "session_bench: mkdtemp failed\n");
+      return std::nullopt;
+    }
+    const std::string command = "bash '" + script + "' '" + made + "' 1 2 >/dev/null";
+    if (std::system(command.c_str()) != 0) {
+      std::fprintf(stderr, "session_bench: %s failed\n", command.c_str());
+      return std::nullopt;
+    }
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(*TlsCertificates(), ignored);
+    });
+    return made;
+  }();
+  return dir;
+}
+
 // Two nodes with their interconnects, connected.
 class Pair {
  public:
   // `proxy_pool`: "IC" (the default: proxies on their own worker) or "User" (proxies share the
-  // worker of the actors, so no thread is woken between an actor and its proxy).
-  explicit Pair(const std::string& proxy_pool) {
+  // worker of the actors, so no thread is woken between an actor and its proxy). `tls_dir`: the
+  // certificates for mutual TLS (plain TCP when empty).
+  explicit Pair(const std::string& proxy_pool, const std::string& tls_dir = "") {
     absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(2);
     if (!ports.ok()) {
       std::fprintf(stderr, "%s\n", ports.status().ToString().c_str());
@@ -75,11 +117,20 @@ class Pair {
       }
       proto::InterconnectConfig& ic = *config.mutable_interconnect();
       ic.set_cluster_id("bench");
+      // The stream's window is at least two credit steps (2048 events): 128 MiB of 64 KiB events,
+      // more than the default per-peer bound, which would refuse events with kOverloaded.
+      ic.set_max_queued_bytes(uint64_t{512} << 20);
       for (NodeId peer = 1; peer <= 2; ++peer) {
         proto::NodeAddress& address = *ic.add_nodes();
         address.set_node_id(peer);
         address.set_host("127.0.0.1");
         address.set_port((*ports)[peer - 1]);
+      }
+      if (!tls_dir.empty()) {
+        proto::TlsConfig& tls = *ic.mutable_tls();
+        tls.set_ca_file(tls_dir + "/ca.crt");
+        tls.set_cert_file(tls_dir + "/node" + std::to_string(node) + ".crt");
+        tls.set_key_file(tls_dir + "/node" + std::to_string(node) + ".key");
       }
       auto system = ActorSystem::Create(config);
       if (!system.ok()) {
@@ -166,8 +217,24 @@ class Pinger final : public Actor {
 
 const char* ProxyPool(const benchmark::State& state) { return state.range(0) == 0 ? "IC" : "User"; }
 
-void BM_RemotePingPong(benchmark::State& state) {
-  Pair pair(ProxyPool(state));
+// The certificate directory for a TLS variant ("" for TCP); nullopt after SkipWithError.
+std::optional<std::string> CertificatesFor(benchmark::State& state, bool tls) {
+  if (!tls) {
+    return std::string();
+  }
+  if (!TlsCertificates().has_value()) {
+    state.SkipWithError("no TLS certificates (is the openssl CLI installed?)");
+    return std::nullopt;
+  }
+  return TlsCertificates();
+}
+
+void RemotePingPong(benchmark::State& state, bool tls) {
+  const std::optional<std::string> certificates = CertificatesFor(state, tls);
+  if (!certificates.has_value()) {
+    return;
+  }
+  Pair pair(ProxyPool(state), *certificates);
   const ActorId ponger = pair.node(2).Register(std::make_unique<Ponger>());
   constexpr int64_t kRoundTrips = 2000;
   int64_t total = 0;
@@ -186,7 +253,15 @@ void BM_RemotePingPong(benchmark::State& state) {
   state.SetItemsProcessed(total);
   state.counters["rtt_us"] = absl::ToDoubleMicroseconds(elapsed) / static_cast<double>(total);
 }
+void BM_RemotePingPong(benchmark::State& state) { RemotePingPong(state, /*tls=*/false); }
+void BM_RemotePingPongTls(benchmark::State& state) { RemotePingPong(state, /*tls=*/true); }
 BENCHMARK(BM_RemotePingPong)
+    ->ArgName("proxies_in_user_pool")
+    ->Arg(0)
+    ->Arg(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RemotePingPongTls)
     ->ArgName("proxies_in_user_pool")
     ->Arg(0)
     ->Arg(1)
@@ -261,9 +336,13 @@ class StreamSender final : public Actor {
   uint64_t credited_ = 0;
 };
 
-void BM_RemoteStream(benchmark::State& state) {
+void RemoteStream(benchmark::State& state, bool tls) {
+  const std::optional<std::string> certificates = CertificatesFor(state, tls);
+  if (!certificates.has_value()) {
+    return;
+  }
   const auto body = static_cast<size_t>(state.range(1));
-  Pair pair(ProxyPool(state));
+  Pair pair(ProxyPool(state), *certificates);
   // About 64 MiB or 400 k events per iteration; a window of 8 MiB or 16 k events.
   const uint64_t count =
       std::max<uint64_t>(kCreditEvery, std::min<uint64_t>(400'000, (64u << 20) / body)) /
@@ -287,7 +366,14 @@ void BM_RemoteStream(benchmark::State& state) {
   state.SetItemsProcessed(events);
   state.SetBytesProcessed(events * static_cast<int64_t>(body));
 }
+void BM_RemoteStream(benchmark::State& state) { RemoteStream(state, /*tls=*/false); }
+void BM_RemoteStreamTls(benchmark::State& state) { RemoteStream(state, /*tls=*/true); }
 BENCHMARK(BM_RemoteStream)
+    ->ArgNames({"proxies_in_user_pool", "body"})
+    ->ArgsProduct({{0, 1}, {64, 64 << 10}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RemoteStreamTls)
     ->ArgNames({"proxies_in_user_pool", "body"})
     ->ArgsProduct({{0, 1}, {64, 64 << 10}})
     ->UseRealTime()

@@ -50,7 +50,7 @@ absl::StatusOr<std::optional<proto::Handshake>> HandshakeReader::Next() {
 }
 
 absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& self,
-                            std::optional<NodeId> dialed) {
+                            std::optional<NodeId> dialed, std::optional<NodeId> certified) {
   if (peer.protocol_version() != kProtocolVersion) {
     return absl::FailedPreconditionError(
         absl::StrFormat("node %u speaks protocol version %u; this node speaks %u", peer.from_node(),
@@ -75,11 +75,26 @@ absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& s
     return absl::FailedPreconditionError(
         absl::StrFormat("node %u is not another node of this cluster's table", peer.from_node()));
   }
+  if (certified.has_value() && peer.from_node() != *certified) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "node %u presented a certificate for node %u", peer.from_node(), *certified));
+  }
   if (peer.incarnation() == 0) {
     return absl::FailedPreconditionError(
         absl::StrFormat("node %u sent incarnation 0", peer.from_node()));
   }
   return absl::OkStatus();
+}
+
+proto::Handshake MakeRefusal(const LocalIdentity& self, std::string_view reason) {
+  proto::Handshake refusal;
+  refusal.set_protocol_version(kProtocolVersion);
+  refusal.set_cluster_id(self.cluster_id);
+  refusal.set_from_node(self.node);
+  refusal.set_incarnation(self.incarnation);
+  // A refusal longer than the handshake limit would itself be refused as garbage.
+  refusal.set_refusal(std::string(reason.substr(0, kMaxHandshakeSize / 2)));
+  return refusal;
 }
 
 }  // namespace troupe::interconnect

@@ -13,6 +13,11 @@
 //   | to_node is our node id                            | the node it wanted and ours            |
 //   | from_node is the node we dialed (outgoing), or    | the node it claims and what we expect  |
 //   | a member other than ours (incoming; is_member)    |                                        |
+//   | from_node is the node its certificate names, when | the node it claims and the one its     |
+//   | the transport authenticates peers (TLS)           | certificate names                      |
+// The accepting side answers a refused handshake with a refusal (MakeRefusal: a handshake whose
+// `refusal` says why) before it closes, so the dialler learns the reason; each side also announces
+// the largest frame payload it accepts (`max_frame_payload`), which the other never exceeds.
 // Garbage instead of a handshake (bad magic, a length over the limit, bytes that do not parse) is
 // kDataLoss. A peer whose incarnation differs from the one of our current session with it has
 // restarted: the old session ends (its unacknowledged events are reported) and a new one starts.
@@ -73,7 +78,13 @@ class HandshakeReader {
 
 // Checks a peer's handshake (see the table above). `dialed` is the node we connected to for an
 // outgoing connection, nullopt for an incoming one.
+// `certified` is the node id the transport proved from the peer's certificate (nullopt when the
+// transport does not authenticate).
 absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& self,
-                            std::optional<NodeId> dialed);
+                            std::optional<NodeId> dialed,
+                            std::optional<NodeId> certified = std::nullopt);
+
+// Returns the answer that refuses a dialler's connection for `reason`.
+proto::Handshake MakeRefusal(const LocalIdentity& self, std::string_view reason);
 
 }  // namespace troupe::interconnect

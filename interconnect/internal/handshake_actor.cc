@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interconnect/internal/handshake_actor.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,6 +22,9 @@ using Kind = EvHandshakeFailed::Kind;
 
 class HandshakeActor final : public Actor {
  public:
+  // How long a refusing side waits for the dialler to read its refusal and close.
+  static constexpr absl::Duration kRefusalLinger = absl::Seconds(1);
+
   // Outgoing.
   HandshakeActor(HandshakeSettings settings, NodeEndpoint peer, const ActorId& proxy,
                  proto::Handshake hello)
@@ -54,6 +58,7 @@ class HandshakeActor final : public Actor {
   void Bootstrap() override {
     ScheduleWakeup(settings_.timeout);
     if (incoming()) {
+      address_ = settings_.transport->Peer(conn_).address;
       gate_.Begin(listener_);
       return;
     }
@@ -83,6 +88,7 @@ class HandshakeActor final : public Actor {
       return;
     }
     up_ = true;
+    address_ = settings_.transport->Peer(conn_).address;
     std::string bytes;
     AppendHandshake(hello_, &bytes);
     settings_.transport->Write(conn_, std::move(bytes));
@@ -97,6 +103,10 @@ class HandshakeActor final : public Actor {
     }
     const auto* down = ev->Get<EvConnectionDown>();
     if (down == nullptr || down->connection != conn_) {
+      return;
+    }
+    if (down->reason.code() == absl::StatusCode::kUnauthenticated) {
+      Refuse(down->reason, /*down=*/true);  // the transport refused the peer's credentials (TLS)
       return;
     }
     conn_ = 0;  // nothing to close
@@ -123,9 +133,17 @@ class HandshakeActor final : public Actor {
     if (!hs->has_value()) {
       return;
     }
+    claimed_ = (*hs)->from_node();
+    if (!incoming() && !(*hs)->refusal().empty()) {
+      Refuse(absl::PermissionDeniedError(
+          absl::StrCat("it refused the connection: ", (*hs)->refusal())));
+      return;
+    }
     const std::optional<NodeId> dialed =
         incoming() ? std::nullopt : std::optional<NodeId>(peer_.node);
-    if (absl::Status status = CheckHandshake(**hs, settings_.identity, dialed); !status.ok()) {
+    const PeerInfo peer = settings_.transport->Peer(conn_);
+    if (absl::Status status = CheckHandshake(**hs, settings_.identity, dialed, peer.certified_node);
+        !status.ok()) {
       Refuse(status);
       return;
     }
@@ -168,19 +186,93 @@ class HandshakeActor final : public Actor {
     Fail(Kind::kTimeout, absl::DeadlineExceededError(absl::StrCat("no handshake within ", waited)));
   }
 
-  // Refuses the peer's bytes: logged with the reason, the connection closed.
-  void Refuse(const absl::Status& reason) {
+  // Refuses the connection (or, outgoing, reports the peer's refusal): counted, logged with the
+  // remote address once per change of reason (refusal_log.h). Incoming: answers with the reason
+  // and waits for the dialler to close; outgoing: closes and tells the proxy.
+  void Refuse(const absl::Status& status, bool down = false) {
+    const std::string reason(status.message());
+    // Asked again: a transport may learn the address late; a closed connection has none left.
+    std::string address = conn_ != 0 ? settings_.transport->Peer(conn_).address : std::string();
+    if (address.empty()) {
+      address = address_;
+    }
+    if (down) {
+      conn_ = 0;  // nothing to close, nobody to answer
+    }
     if (incoming()) {
-      TROUPE_LOG(kWarn, kInterconnect)
-          << "refused incoming connection " << conn_ << ": " << reason.message();
-      settings_.transport->Close(conn_);
-      conn_ = 0;
-      PassAway();
+      const std::string from = address.empty() ? absl::StrCat("connection ", conn_) : address;
+      const std::string claims = claimed_ != 0 ? absl::StrCat(" (node ", claimed_, ")") : "";
+      const std::string line =
+          absl::StrCat("refused incoming connection from ", from, claims, ": ", reason);
+      // Keyed by host and claimed node: a dialler's port changes with every connection.
+      if (Report(RefusalLog::Direction::kIncoming, RemoteKey(from), reason)) {
+        TROUPE_LOG(kWarn, kInterconnect) << line;
+      } else {
+        TROUPE_LOG(kDebug, kInterconnect) << line;
+      }
+      if (conn_ == 0) {
+        PassAway();
+        return;
+      }
+      std::string bytes;
+      AppendHandshake(MakeRefusal(settings_.identity, reason), &bytes);
+      settings_.transport->Write(conn_, std::move(bytes));
+      if (status.code() == absl::StatusCode::kDataLoss) {
+        PassAway();  // not a Troupe peer: it will not close; the destructor does
+        return;
+      }
+      // A Troupe dialler closes once it has read the refusal; wait for that, briefly.
+      Become(&HandshakeActor::StateRefused);
+      ScheduleWakeup(std::min(settings_.timeout, kRefusalLinger));
       return;
     }
-    TROUPE_LOG(kWarn, kInterconnect)
-        << "closing the connection to node " << peer_.node << ": " << reason.message();
-    Fail(Kind::kRefused, reason);
+    const std::string at = address.empty() ? std::string() : absl::StrCat(" at ", address);
+    const std::string line = absl::StrCat("node ", peer_.node, at, ": ", reason);
+    if (Report(RefusalLog::Direction::kOutgoing, RemoteKey(address), reason)) {
+      TROUPE_LOG(kWarn, kInterconnect) << line;
+    } else {
+      TROUPE_LOG(kDebug, kInterconnect) << line;
+    }
+    Fail(Kind::kRefused, status);
+  }
+
+  bool Report(RefusalLog::Direction direction, std::string_view remote, std::string_view reason) {
+    return settings_.refusals == nullptr || settings_.refusals->Report(direction, remote, reason);
+  }
+
+  // "host:port" or "[v6]:port" → the host part.
+  static std::string_view HostOf(std::string_view address) {
+    const size_t colon = address.rfind(':');
+    const size_t bracket = address.rfind(']');
+    if (colon == std::string_view::npos || (bracket != std::string_view::npos && bracket > colon)) {
+      return address;
+    }
+    return address.substr(0, colon);
+  }
+
+  // The key of the refusal memory for this connection's remote end.
+  std::string RemoteKey(std::string_view address) const {
+    return incoming() ? absl::StrCat(std::string(HostOf(address)),
+                                     claimed_ != 0 ? absl::StrCat(" (node ", claimed_, ")") : "")
+                      : absl::StrCat("node ", peer_.node);
+  }
+
+  // Incoming, refused: the answer is on its way; the dialler closes, or the timeout does.
+  TROUPE_STATE(StateRefused) {
+    switch (ev->type()) {
+      case EvConnectionDown::kEventType:
+      case EvWakeup::kEventType:
+        if (const auto* down = ev->Get<EvConnectionDown>();
+            down != nullptr && down->connection == conn_) {
+          conn_ = 0;  // nothing to close
+        }
+        if (conn_ == 0 || ev->type() == EvWakeup::kEventType) {
+          PassAway();
+        }
+        break;
+      default:
+        break;  // the peer's further bytes, the listener's hand-over: moot now
+    }
   }
 
   // Outgoing: closes the connection and tells the proxy.
@@ -211,6 +303,9 @@ class HandshakeActor final : public Actor {
     }
     // handover.h: what the proxy needs first (ahead of anything the transport sends it), then the
     // new owner, then our fence behind whatever the transport already sent us.
+    if (settings_.refusals != nullptr) {
+      settings_.refusals->Clear(RemoteKey(address_));
+    }
     const ConnectionId connection = std::exchange(conn_, 0);
     Send(proxy, std::make_unique<EvHandshakeDone>(connection, std::move(peer_handshake_),
                                                   std::string(reader_.rest()), incoming()));
@@ -263,6 +358,10 @@ class HandshakeActor final : public Actor {
   bool up_ = false;
   HandshakeReader reader_;
   bool complete_ = false;
+  // The remote end's address, as the transport reported it when the connection came up.
+  std::string address_;
+  // The node the peer's handshake claims (0 before it is read).
+  NodeId claimed_ = 0;
   proto::Handshake peer_handshake_;
   ConnectionId handed_ = 0;
 };

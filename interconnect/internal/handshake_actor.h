@@ -4,16 +4,21 @@
 // is read and checked (interconnect/internal/handshake.h). It owns the connection until the
 // handshake is checked, then hands it to the peer's proxy (handover.h) and ends.
 //
-//   | direction | started by            | does                                    | on success →
-//   proxy   |
-//   |-----------|-----------------------|-----------------------------------------|----------------------|
-//   | outgoing  | the proxy, to dial    | connects, sends the proxy's hello,      | EvHandshakeDone
-//   with | |           |                       | reads the reply (from the dialled node) | the
-//   frames after it  | | incoming  | the listener, per     | reads the peer's hello (a member, not
-//   | EvHandshakeDone; the | |           | accepted connection   | us), finds or creates its proxy
-//   | proxy replies        |
+//   | direction | started by                          | does |
+//   |-----------|-------------------------------------|-----------------------------------------------|
+//   | outgoing  | the proxy, to dial                  | connects, sends the proxy's hello, reads
+//   the  | |           |                                     | dialled node's reply | | incoming  |
+//   the listener, per accepted          | reads the peer's hello (a member, not us),    | | |
+//   connection                          | finds or creates its proxy                    |
+// On success the proxy gets EvHandshakeDone (for an incoming connection it then sends our reply).
 // Failures close the connection. An outgoing one tells its proxy (EvHandshakeFailed: unreachable,
-// down, timeout, refused); an incoming one is logged ("refused incoming connection ...") and ends.
+// down, timeout, refused). An incoming one is refused: the actor answers with a refusal saying why
+// (handshake.h), waits for the dialler to close (at most a second; bytes that are not a handshake
+// at all: not at all) and ends. Refusals in
+// both directions are counted and logged with the remote address once per change of reason
+// (refusal_log.h): "refused incoming connection from ADDR (node N): why" on the accepting side,
+// "node N at ADDR refused the connection: why" on the dialling side. A transport that refuses the
+// peer's credentials (EvConnectionDown with kUnauthenticated: TLS) is a refusal too.
 // A handshake not complete within its timeout fails (outgoing: also a connect that hangs).
 //
 // Thread-safety: actor-confined.
@@ -27,6 +32,7 @@
 #include "actors/actor_id.h"
 #include "interconnect/internal/handshake.h"
 #include "interconnect/internal/peer_table.h"
+#include "interconnect/internal/refusal_log.h"
 #include "interconnect/nameservice.h"
 #include "interconnect/transport.h"
 #include "proto/interconnect.pb.h"
@@ -38,6 +44,8 @@ struct HandshakeSettings {
   std::shared_ptr<Transport> transport;
   // How long the peer may take to complete its handshake.
   absl::Duration timeout;
+  // The node's count and memory of refusals.
+  std::shared_ptr<RefusalLog> refusals;
 };
 
 // Dials `peer` for `proxy`, sends `hello` and checks the reply.

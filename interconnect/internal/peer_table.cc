@@ -42,6 +42,17 @@ void PeerChannel::PublishMetrics(MetricsRegistry& registry) {
       "Times the proxy stopped sending at max_unacked_bytes.", stats.backpressure_stalls);
   add("troupe_session_protocol_errors_total", kCounter,
       "Connections closed for malformed or refused input.", stats.protocol_errors);
+  add("troupe_session_refusals_total", kCounter,
+      "Connections to the peer refused by it, or whose answer this node refused.", stats.refusals);
+  add("troupe_session_overloaded_total", kCounter,
+      "Events refused with Undelivered{overloaded}: the bytes held for the peer were at "
+      "max_queued_bytes.",
+      stats.overloaded);
+  add("troupe_session_failed_links", kGauge,
+      "Connections in a row closed for protocol errors (the session ends at 5).",
+      stats.failed_links);
+  add("troupe_session_held_bytes", kGauge,
+      "Bytes held for the peer: queued, in unacknowledged frames, and their overhead.", held_bytes);
 }
 
 PeerChannel* PeerTable::GetOrCreate(NodeId node) {

@@ -47,6 +47,12 @@ struct SessionStats {
   std::atomic<uint64_t> unacked_bytes{0};
   std::atomic<uint64_t> backpressure_stalls{0};
   std::atomic<uint64_t> protocol_errors{0};
+  // Connections the peer refused, or whose answer this node refused (outgoing handshakes).
+  std::atomic<uint64_t> refusals{0};
+  // Events refused with Undelivered{kOverloaded}: the peer's budget was spent.
+  std::atomic<uint64_t> overloaded{0};
+  // Connections in a row closed for protocol errors (reset by one that made progress).
+  std::atomic<uint64_t> failed_links{0};
 
   static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
     counter.fetch_add(by, std::memory_order_relaxed);
@@ -68,8 +74,28 @@ struct PeerChannel {
   // An EvKick is on its way to the proxy; the events routed meanwhile ride on it.
   bool kicked ABSL_GUARDED_BY(mu) = false;
   SessionStats stats;
+  // The HeldCharge (stream.h) of every event held for the peer, from Route until it leaves the
+  // process: the router adds, the proxy gives back what its stream releases.
+  std::atomic<uint64_t> held_bytes{0};
   // `stats` in the node's registry, labelled peer (see PublishMetrics).
   std::vector<MetricsRegistry::Registration> metrics;
+
+  // Charges `bytes` to the budget unless that would take it past `limit`; returns whether it did.
+  bool Admit(uint64_t bytes, uint64_t limit) {
+    // relaxed: the budget is one number; racing senders may each see it nearly full and be
+    // refused, never both admitted past it.
+    const uint64_t before = held_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    if (before + bytes > limit) {
+      held_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+      return false;
+    }
+    return true;
+  }
+  void Release(uint64_t bytes) {
+    if (bytes != 0) {
+      held_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+    }
+  }
 
   // Takes every queued event and clears the kick.
   std::vector<EventHandlePtr> Take() {

@@ -53,6 +53,8 @@ class Proxy final : public Actor {
   static constexpr uint64_t kTick = 0;
   static constexpr uint64_t kRedial = 1;
   static constexpr absl::Duration kFirstRedialDelay = absl::Milliseconds(20);
+  // Connections in a row that may fail (no progress, or a protocol error) before the session ends.
+  static constexpr uint64_t kMaxFailedLinks = 5;
 
   void Bootstrap() override {
     last_heard_ = Now();
@@ -91,6 +93,7 @@ class Proxy final : public Actor {
         Send(ev->sender(), std::make_unique<EvNodeConnected>(settings_.peer));
       }
       if (absl::Status status = out_->Enqueue(ev); !status.ok()) {
+        channel_->Release(HeldCharge(*ev));
         ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kTooLarge);
       }
     }
@@ -101,7 +104,7 @@ class Proxy final : public Actor {
 
   // Starts an outgoing handshake actor when this side dials and no connection is up or coming.
   void Dial() {
-    if (!settings_.dials || link_ != Link::kNone) {
+    if (!settings_.dials || link_ != Link::kNone || Now() < next_dial_at_) {
       return;
     }
     std::optional<NodeEndpoint> endpoint = settings_.nameservice->Resolve(settings_.peer);
@@ -112,7 +115,8 @@ class Proxy final : public Actor {
     }
     HandshakeSettings handshake{.identity = settings_.identity,
                                 .transport = settings_.transport,
-                                .timeout = HandshakeTimeout()};
+                                .timeout = HandshakeTimeout(),
+                                .refusals = settings_.refusals};
     handshake_ = Register(MakeOutgoingHandshake(std::move(handshake), std::move(*endpoint),
                                                 SelfId(), MakeHandshake(peer_incarnation_)),
                           settings_.handshakes);
@@ -136,9 +140,9 @@ class Proxy final : public Actor {
     handshake_ = ActorId();
     conn_ = done.connection;
     gate_.Begin(ev->sender());
-    last_heard_ = Now();
     const proto::Handshake& hs = done.handshake;
     const bool resume = StartOrResume(hs);
+    out_->SetPeerMaxPayload(hs.max_frame_payload());
     if (done.incoming) {
       std::string bytes;
       AppendHandshake(MakeHandshake(resume ? hs.incarnation() : 0), &bytes);
@@ -171,7 +175,10 @@ class Proxy final : public Actor {
         Dial();  // a black hole or a stuck relay: a new connection may fare better
         break;
       case EvHandshakeFailed::Kind::kRefused:
-        Stats::Bump(stats_.protocol_errors);
+        // The handshake actor logged why (once per change of reason).
+        Stats::Bump(stats_.refusals);
+        last_failure_ = absl::StrCat(ev.Get()->reason.message());
+        PauseDialling();
         break;
       case EvHandshakeFailed::Kind::kDown:
         break;  // the next tick dials again
@@ -201,7 +208,6 @@ class Proxy final : public Actor {
       return;  // a connection we left
     }
     Stats::Bump(stats_.bytes_read, ev.bytes.size());
-    last_heard_ = Now();
     decoder_.Append(ev.bytes);
     ProcessFrames();
   }
@@ -217,7 +223,7 @@ class Proxy final : public Actor {
     }
     conn_ = 0;
     ResetLink();
-    if (was_up) {
+    if (was_up && LinkEnded(absl::StrCat(ev.reason.message()), /*fault=*/false)) {
       Dial();  // at once: a cut connection usually comes back
     }
   }
@@ -246,6 +252,7 @@ class Proxy final : public Actor {
     hs.set_incarnation(settings_.identity.incarnation);
     hs.set_peer_incarnation(peer_incarnation);
     hs.set_received(in_.received());
+    hs.set_max_frame_payload(settings_.limits.MaxPayload());
     return hs;
   }
 
@@ -259,11 +266,14 @@ class Proxy final : public Actor {
       return true;
     }
     if (session_up()) {
+      // Events still queued were never sent: they go to the new session, first.
       EndSession(hs.incarnation() != peer_incarnation_
                      ? "the peer restarted"
-                     : "the peer lost the session (it timed out on its side)");
+                     : "the peer lost the session (it timed out on its side)",
+                 /*keep_queued=*/true);
     }
     peer_incarnation_ = hs.incarnation();
+    last_heard_ = Now();  // a new session starts alive; from now on only frames count
     in_ = InboundStream();
     ack_sent_ = 0;
     Stats::Bump(stats_.sessions);
@@ -280,7 +290,12 @@ class Proxy final : public Actor {
   void LinkUp(uint64_t peer_received) {
     link_ = Link::kUp;
     redial_delay_ = kFirstRedialDelay;
-    last_heard_ = Now();
+    ever_connected_ = true;
+    link_progress_ = false;
+    if (failed_links_ == 0) {
+      failure_delay_ = absl::ZeroDuration();  // the pause was for refusals: this one answered
+      next_dial_at_ = absl::InfinitePast();
+    }
     Stats::Bump(stats_.connections);
     stats_.connected.store(true, std::memory_order_relaxed);
     std::string bytes;
@@ -290,10 +305,19 @@ class Proxy final : public Actor {
       return;
     }
     Stats::Bump(stats_.frames_resent, out_->unacked_frames());
-    if (!bytes.empty()) {
+    link_acknowledged_ = out_->acknowledged();
+    link_received_ = in_.received();
+    const bool resent = !bytes.empty();
+    if (resent) {
       Write(std::move(bytes));
     }
-    Flush();
+    if (!Flush() && !resent) {
+      // A first frame at once: the peer's sign of life that this connection works.
+      std::string control;
+      AppendControlFrame(in_.received(), &control);
+      ack_sent_ = in_.received();
+      Write(std::move(control));
+    }
   }
 
   void ProcessFrames() {
@@ -308,6 +332,7 @@ class Proxy final : public Actor {
       if (!*got) {
         break;
       }
+      last_heard_ = Now();
       if (frame.kind == FrameKind::kData) {
         absl::StatusOr<InboundStream::Verdict> verdict = in_.Accept(frame.sequence);
         if (!verdict.ok()) {
@@ -338,34 +363,51 @@ class Proxy final : public Actor {
         return;
       }
     }
+    if (out_->acknowledged() != link_acknowledged_ || in_.received() != link_received_) {
+      LinkProgressed();
+    }
     Flush();
   }
 
   // Packs queued events into frames (as far as backpressure allows) and writes them, with an
-  // acknowledgement of what we received.
-  void Flush() {
+  // acknowledgement of what we received. Returns whether it wrote anything.
+  bool Flush() {
     Stats::Set(stats_.queued_events, out_->queued_events());
     if (link_ != Link::kUp) {
-      return;
+      ReleaseHeld();
+      return false;
     }
     std::string bytes;
     const bool was_blocked = out_->blocked();
     const size_t queued = out_->queued_events();
-    out_->Pack(in_.received(), &bytes);
-    Stats::Bump(stats_.events_sent, queued - out_->queued_events());
+    std::vector<EventHandlePtr> too_large;
+    out_->Pack(in_.received(), &bytes, &too_large);
+    Stats::Bump(stats_.events_sent, queued - out_->queued_events() - too_large.size());
+    for (EventHandlePtr& ev : too_large) {
+      TROUPE_LOG(kDebug, kInterconnect)
+          << ev->ToString() << " of " << ev->bytes().size() << " bytes is larger than node "
+          << settings_.peer << " accepts: undelivered";
+      ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kTooLarge);
+    }
     if (!was_blocked && out_->blocked()) {
       Stats::Bump(stats_.backpressure_stalls);
     }
     if (bytes.empty() && in_.received() > ack_sent_) {
       AppendControlFrame(in_.received(), &bytes);
     }
-    if (!bytes.empty()) {
+    const bool wrote = !bytes.empty();
+    if (wrote) {
       ack_sent_ = in_.received();
       Write(std::move(bytes));
     }
     Stats::Set(stats_.queued_events, out_->queued_events());
     Stats::Set(stats_.unacked_bytes, out_->unacked_bytes());
+    ReleaseHeld();
+    return wrote;
   }
+
+  // Gives the peer's budget back what the stream released.
+  void ReleaseHeld() { channel_->Release(out_->TakeReleased()); }
 
   void Write(std::string bytes) {
     Stats::Bump(stats_.bytes_written, bytes.size());
@@ -386,6 +428,7 @@ class Proxy final : public Actor {
       TROUPE_LOG(kWarn, kInterconnect) << "node " << settings_.peer << " silent for "
                                        << (now - last_heard_) << ": closing the connection";
       DropConnection();
+      LinkEnded("the peer was silent", /*fault=*/false);
     }
     const bool pending = HasPendingWork();
     if (session_up()) {
@@ -395,8 +438,10 @@ class Proxy final : public Actor {
     } else if (!pending) {
       waiting_since_ = now;
     } else if (now - waiting_since_ > settings_.dead_timeout) {
-      EndSession(
-          absl::StrCat("could not reach it for ", absl::FormatDuration(now - waiting_since_)));
+      EndSession(absl::StrCat(
+          ever_connected_ ? "could not reach it again for " : "never connected, tried for ",
+          absl::FormatDuration(now - waiting_since_),
+          last_failure_.empty() ? "" : absl::StrCat(" (last: ", last_failure_, ")")));
     }
     if (link_ == Link::kUp && now - last_written_ >= settings_.heartbeat) {
       std::string bytes;
@@ -408,19 +453,31 @@ class Proxy final : public Actor {
     ScheduleWakeup(settings_.heartbeat, kTick);
   }
 
-  // Ends the session: reports every event it holds and tells the subscribers.
-  void EndSession(std::string_view reason) {
+  // Ends the session: reports every event it holds (with `keep_queued`, only those sent: the
+  // queued ones wait for the next session) and tells the subscribers.
+  void EndSession(std::string_view reason, bool keep_queued = false) {
     size_t reported = 0;
-    out_->Fail([&](EventHandlePtr ev, bool unsure) {
+    auto report = [&](EventHandlePtr ev, bool unsure) {
       ++reported;
       ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kDisconnected, unsure);
-    });
-    out_.emplace(settings_.limits);
+    };
+    if (keep_queued) {
+      out_->Restart(report);
+    } else {
+      out_->Fail(report);
+    }
+    ReleaseHeld();
+    if (!keep_queued) {
+      out_.emplace(settings_.limits);
+    }
     in_ = InboundStream();
     ack_sent_ = 0;
     TROUPE_LOG(kWarn, kInterconnect)
         << "session with node " << settings_.peer << " ended: " << reason << " (" << reported
-        << " events not known delivered)";
+        << " events not known delivered"
+        << (keep_queued ? absl::StrCat(", ", out_->queued_events(), " never sent kept for the next")
+                        : std::string())
+        << ")";
     for (const ActorId& subscriber : subscribers_) {
       Send(subscriber, std::make_unique<EvNodeDisconnected>(settings_.peer));
     }
@@ -428,7 +485,7 @@ class Proxy final : public Actor {
     peer_incarnation_ = 0;
     waiting_since_ = Now();
     stats_.up.store(false, std::memory_order_relaxed);
-    Stats::Set(stats_.queued_events, 0);
+    Stats::Set(stats_.queued_events, out_->queued_events());
     Stats::Set(stats_.unacked_bytes, 0);
   }
 
@@ -436,9 +493,62 @@ class Proxy final : public Actor {
   // what was lost).
   void ProtocolError(const absl::Status& status) {
     Stats::Bump(stats_.protocol_errors);
-    TROUPE_LOG(kWarn, kInterconnect)
-        << "closing the connection to node " << settings_.peer << ": " << status.message();
+    const std::string line =
+        absl::StrCat("closing the connection to node ", settings_.peer, ": ", status.message());
+    if (failed_links_ == 0) {
+      TROUPE_LOG(kWarn, kInterconnect) << line;
+    } else {
+      TROUPE_LOG(kDebug, kInterconnect) << line;  // logged when its streak began
+    }
     DropConnection();
+    LinkEnded(absl::StrCat(status.message()), /*fault=*/true);
+  }
+
+  // -- faults that must not become loops ----------------------------------------------------------
+
+  // A connection that carried the session ended. It failed when this side closed it for a fault
+  // of the peer's bytes (a cut or a peer's close is the network's doing, or the peer's, which
+  // counts its own faults). Returns true when the proxy may dial again at once (no failure
+  // streak).
+  bool LinkEnded(const std::string& reason, bool fault) {
+    if (!fault) {
+      if (link_progress_) {
+        ResetFailures();
+      }
+      return failed_links_ == 0;
+    }
+    last_failure_ = reason;
+    Stats::Set(stats_.failed_links, ++failed_links_);
+    if (failed_links_ >= kMaxFailedLinks) {
+      EndSession(absl::StrCat(failed_links_, " connections in a row failed (last: ", reason, ")"));
+      Stats::Set(stats_.failed_links, failed_links_ = 0);
+    }
+    PauseDialling();
+    return false;
+  }
+
+  void LinkProgressed() {
+    link_progress_ = true;
+    ResetFailures();
+  }
+
+  void ResetFailures() {
+    if (failed_links_ != 0 || failure_delay_ != absl::ZeroDuration()) {
+      Stats::Set(stats_.failed_links, failed_links_ = 0);
+      failure_delay_ = absl::ZeroDuration();
+      next_dial_at_ = absl::InfinitePast();
+    }
+  }
+
+  // Dials again only after a pause: a heartbeat, doubling with each failure up to the maximum.
+  void PauseDialling() {
+    failure_delay_ = failure_delay_ == absl::ZeroDuration()
+                         ? settings_.heartbeat
+                         : std::min(2 * failure_delay_, settings_.max_redial_delay);
+    next_dial_at_ = Now() + failure_delay_;
+    if (settings_.dials) {
+      ScheduleWakeup(failure_delay_, kRedial);
+    }
   }
 
   void DropConnection() {
@@ -480,6 +590,19 @@ class Proxy final : public Actor {
   // Backoff of redials after refused connects (reset when a connection carries the session).
   absl::Duration redial_delay_ = kFirstRedialDelay;
   bool redial_pending_ = false;
+
+  // Failures in a row (refusals, connections without progress), the pause they impose, and the
+  // last one's reason for the log line that ends a session.
+  uint64_t failed_links_ = 0;
+  absl::Duration failure_delay_ = absl::ZeroDuration();
+  absl::Time next_dial_at_ = absl::InfinitePast();
+  std::string last_failure_;
+  bool ever_connected_ = false;
+  // The connection up now: where the streams stood when it came up, and whether it moved either
+  // stream since (which ends a failure streak).
+  uint64_t link_acknowledged_ = 0;
+  uint64_t link_received_ = 0;
+  bool link_progress_ = false;
 
   absl::Time last_heard_;
   absl::Time last_written_;

@@ -14,6 +14,20 @@
 // newer one replaces the old). Connections come to the proxy checked, through the hand-over of
 // handover.h; the proxy never reads a handshake.
 //
+// No fault turns into a loop:
+//   | fault                                        | the proxy                                    |
+//   |----------------------------------------------|----------------------------------------------|
+//   | the peer refuses the connection (or we its   | counts it; dials again after a pause that    |
+//   | answer)                                      | starts at a heartbeat and doubles up to      |
+//   |                                              | max_redial_delay                             |
+//   | this side closes a connection for a protocol | counts a failed link and pauses the same     |
+//   | error (bad checksum, a frame over the limit, | way (a connection that moves either stream   |
+//   | a gap)                                       | ends the streak); the 5th in a row ends the  |
+//   |                                              | session (Undelivered for what it holds)      |
+//   | an event larger than the peer accepts        | Undelivered{kTooLarge}; the session goes on  |
+//   |                                              | (limits are announced in the handshake)      |
+// Only decoded frames are signs of life: a handshake, or bytes that fail to decode, are not.
+//
 // Thread-safety: actor-confined.
 #pragma once
 
@@ -43,6 +57,10 @@ struct SessionSettings {
   std::shared_ptr<Transport> transport;
   // Where the proxy's handshake actors run.
   RegisterOptions handshakes;
+  // The node's count and memory of refusals, shared with the handshake actors.
+  std::shared_ptr<RefusalLog> refusals;
+  // Longest pause between dials after refusals or failed connections (the first is a heartbeat).
+  absl::Duration max_redial_delay = absl::Seconds(10);
 };
 
 // The proxy of `channel`'s peer.

@@ -7,6 +7,7 @@
 
 #include "actors/log.h"
 #include "interconnect/internal/events.h"
+#include "interconnect/internal/stream.h"
 
 namespace troupe::interconnect {
 
@@ -30,6 +31,11 @@ void Router::Route(EventHandlePtr ev) {
   }
   if (ev->bytes().size() > max_event_size_) {
     ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kTooLarge);
+    return;
+  }
+  if (!channel->Admit(HeldCharge(*ev), admit_limit_)) {
+    SessionStats::Bump(channel->stats.overloaded);
+    ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kOverloaded);
     return;
   }
   bool kick = false;
@@ -58,6 +64,7 @@ void Router::Close() {
   closed_.store(true, std::memory_order_release);
   for (const std::shared_ptr<PeerChannel>& channel : peers_->Close()) {
     for (EventHandlePtr& ev : channel->Take()) {
+      channel->Release(HeldCharge(*ev));
       ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kShutdown);
     }
   }

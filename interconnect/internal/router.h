@@ -8,17 +8,22 @@
 //   | the node is not a member (nameservice)     | Undelivered{kNoRoute}                      |
 //   | a local event (no protobuf body)           | Undelivered{kNotSerializable}              |
 //   | serialized larger than max_event_size      | Undelivered{kTooLarge}                     |
+//   | its HeldCharge would take the bytes held   | Undelivered{kOverloaded}, counted in       |
+//   | for the peer past the admit limit          | troupe_session_overloaded_total{peer}      |
 //   | otherwise                                  | the peer's channel, and one EvKick to its  |
 //   |                                            | proxy per batch routed while none is on    |
 //   |                                            | its way                                    |
 // The event is serialized here, on the sender's thread. A member without a channel gets one (and
-// a proxy) on the first event routed to it.
+// a proxy) on the first event routed to it. The admit limit is max_queued_bytes less
+// max_unacked_bytes: the transport may hold a second copy of up to max_unacked_bytes of frames
+// the kernel has not taken yet, so everything held for a peer stays under max_queued_bytes.
 //
 // Thread-safety: thread-safe; Route never blocks beyond the channel's short critical section.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "actors/actor_system.h"
@@ -32,11 +37,12 @@ namespace troupe::interconnect {
 class Router final : public RemoteRouter {
  public:
   Router(ActorSystem* system, std::shared_ptr<PeerTable> peers,
-         std::shared_ptr<Nameservice> nameservice, size_t max_event_size)
+         std::shared_ptr<Nameservice> nameservice, size_t max_event_size, uint64_t admit_limit)
       : system_(system),
         peers_(std::move(peers)),
         nameservice_(std::move(nameservice)),
-        max_event_size_(max_event_size) {}
+        max_event_size_(max_event_size),
+        admit_limit_(admit_limit) {}
 
   void Route(EventHandlePtr ev) override;
   // Refuses every later event and reports those still queued in channels as kShutdown.
@@ -50,6 +56,7 @@ class Router final : public RemoteRouter {
   const std::shared_ptr<PeerTable> peers_;
   const std::shared_ptr<Nameservice> nameservice_;
   const size_t max_event_size_;
+  const uint64_t admit_limit_;
   std::atomic<bool> closed_{false};
 };
 

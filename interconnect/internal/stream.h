@@ -10,7 +10,13 @@
 //   | sent, unacked     | the encoded frame, kept for resend  | Undelivered{unsure}          |
 //   | acknowledged      | nowhere: freed                      | —                            |
 // Pack moves queued events into frames only while the bytes of unacknowledged frames stay under
-// `max_unacked_bytes` (backpressure: memory is bounded by the limit plus one frame). After a
+// `max_unacked_bytes` (backpressure), and never builds a frame larger than the peer accepts
+// (SetPeerMaxPayload, from its handshake): an event that cannot fit is handed back to be reported
+// Undelivered{kTooLarge}, and the stream goes on.
+//
+// Every event is charged HeldCharge() bytes from Enqueue until it leaves the process for good
+// (acknowledged, refused or failed); the stream counts what it releases (TakeReleased) so that
+// the router's per-peer budget (PeerChannel::held_bytes) can be given back. After a
 // reconnect the peer says which sequence it has received in order; Resend drops what it has and
 // appends the rest again, byte for byte (same sequence numbers), so nothing is lost.
 //
@@ -27,6 +33,8 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -54,6 +62,13 @@ struct StreamLimits {
   }
 };
 
+// The bytes one queued event is charged against a peer's budget: its body plus what holding it
+// costs (the handle, the body's string, allocator and queue overhead; an estimate).
+inline size_t HeldCharge(const EventHandle& ev) {
+  constexpr size_t kOverhead = sizeof(EventHandle) + sizeof(std::string) + 64;
+  return ev.bytes().size() + kOverhead;
+}
+
 class OutboundStream {
  public:
   explicit OutboundStream(StreamLimits limits = {}) : limits_(limits) {}
@@ -64,8 +79,14 @@ class OutboundStream {
   absl::Status Enqueue(EventHandlePtr& ev);
 
   // Moves queued events into new data frames appended to `out`, each acknowledging `ack`, while
-  // the unacknowledged bytes are under the limit. Returns the number of frames appended.
-  size_t Pack(uint64_t ack, std::string* out);
+  // the unacknowledged bytes are under the limit. Events larger than the peer accepts are moved
+  // to `too_large` instead (which may be null while no peer limit is set). Returns the number of
+  // frames appended.
+  size_t Pack(uint64_t ack, std::string* out, std::vector<EventHandlePtr>* too_large = nullptr);
+
+  // The peer's frame decoder accepts payloads up to `max_payload` bytes (0: unknown, no limit
+  // beyond ours). Set at every handshake, before Pack.
+  void SetPeerMaxPayload(uint64_t max_payload) { peer_max_payload_ = max_payload; }
 
   // Frees the frames up to and including sequence `ack`. kDataLoss when `ack` names a frame never
   // sent (a broken peer).
@@ -80,6 +101,11 @@ class OutboundStream {
   // sent but unacknowledged with unsure = true, then the queued ones with unsure = false.
   void Fail(const std::function<void(EventHandlePtr, bool unsure)>& report);
 
+  // The peer restarted (or lost the session): its new session never saw our frames. Calls
+  // `report(ev, true)` for every sent but unacknowledged event and numbers frames from 1 again;
+  // queued events stay, in order, for the new session (they were never sent).
+  void Restart(const std::function<void(EventHandlePtr, bool unsure)>& report);
+
   // -- state ------------------------------------------------------------------------------------
 
   // True when Pack would not take more because of the unacknowledged-bytes limit.
@@ -89,14 +115,26 @@ class OutboundStream {
   size_t queued_events() const { return queued_.size(); }
   // Sequence number of the last data frame sent (0 before the first).
   uint64_t last_sent() const { return last_sent_; }
+  // Frames the peer has acknowledged (resumes included), ever.
+  uint64_t acknowledged() const { return acknowledged_; }
+  // Returns the HeldCharge of the events that left the stream since the last call.
+  size_t TakeReleased() { return std::exchange(released_, 0); }
 
  private:
   struct SentFrame {
     uint64_t sequence;
     std::string bytes;
+    // The HeldCharge of its events.
+    size_t charge;
   };
 
+  // Frees acknowledged frames up to `ack` (checked by the caller).
+  void Release(uint64_t ack);
+
   const StreamLimits limits_;
+  uint64_t peer_max_payload_ = 0;
+  size_t released_ = 0;
+  uint64_t acknowledged_ = 0;
   std::deque<EventHandlePtr> queued_;
   std::deque<SentFrame> unacked_;
   size_t unacked_bytes_ = 0;

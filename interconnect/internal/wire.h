@@ -145,8 +145,8 @@ class FrameDecoder {
 
 // Decodes the records of a data frame, in order, into handles that keep their body serialized
 // (parsed lazily by the handler). Calls `deliver` for each. Returns kDataLoss when a record runs
-// past the payload, the record count does not match, or bytes are left over; records before the
-// fault have been delivered by then.
+// past the payload, the record count does not match, or bytes are left over; the whole frame is
+// checked first, so nothing of a malformed frame is delivered.
 absl::Status DecodeEvents(const Frame& frame, const std::function<void(EventHandlePtr)>& deliver);
 
 }  // namespace troupe::interconnect

@@ -54,13 +54,24 @@ class PipeTransport final : public Transport {
     client_end.system = system_;
     client_end.owner = owner;
     client_end.peer = server;
+    client_end.remote = absl::StrCat(host, ":", port);
     PipeNetwork::End& server_end = network_->ends_[server];
     server_end.system = listener->second.first;
     server_end.owner = listener->second.second;
     server_end.peer = client;
+    server_end.remote = absl::StrCat("pipe-from-node", system_->node_id(), ":", client);
     system_->Send(owner, std::make_unique<EvConnectionUp>(client, /*is_incoming=*/false));
     server_end.system->Send(server_end.owner,
                             std::make_unique<EvConnectionUp>(server, /*is_incoming=*/true));
+    if (!network_->certificates_.empty() &&
+        (!network_->certificates_.contains(system_) ||
+         !network_->certificates_.contains(server_end.system))) {
+      // As a TLS transport after a failed handshake: both ends learn why.
+      const absl::Status refused =
+          absl::UnauthenticatedError("TLS: a peer presented no trusted certificate");
+      network_->Down(client, refused);
+      network_->Down(server, refused);
+    }
     return client;
   }
 
@@ -92,7 +103,9 @@ class PipeTransport final : public Transport {
       return;
     }
     PipeNetwork::End& end = it->second;
-    if (end.corrupt_next) {
+    if (end.corrupt_next && end.corrupt_skip > 0) {
+      --end.corrupt_skip;
+    } else if (end.corrupt_next) {
       end.corrupt_next = false;
       bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x04);
     }
@@ -118,6 +131,22 @@ class PipeTransport final : public Transport {
     }
     network_->ends_.erase(it);
     network_->Down(peer, absl::UnavailableError("connection closed by the peer"));
+  }
+
+  PeerInfo Peer(ConnectionId connection) const override {
+    troupe::MutexLock lock(&network_->mu_);
+    auto it = network_->ends_.find(connection);
+    if (it == network_->ends_.end()) {
+      return {};
+    }
+    PeerInfo info{.address = it->second.remote, .certified_node = std::nullopt};
+    if (auto peer = network_->ends_.find(it->second.peer); peer != network_->ends_.end()) {
+      if (auto cert = network_->certificates_.find(peer->second.system);
+          cert != network_->certificates_.end()) {
+        info.certified_node = cert->second;
+      }
+    }
+    return info;
   }
 
   void Shutdown() override {
@@ -149,6 +178,11 @@ class PipeTransport final : public Transport {
 
 std::unique_ptr<Transport> PipeNetwork::TransportFor(ActorSystem* system) {
   return std::make_unique<PipeTransport>(this, system);
+}
+
+void PipeNetwork::SetCertificate(ActorSystem* system, NodeId node) {
+  troupe::MutexLock lock(&mu_);
+  certificates_[system] = node;
 }
 
 void PipeNetwork::Transmit(ConnectionId to, std::string bytes) {
@@ -231,10 +265,11 @@ void PipeNetwork::Blackhole(ConnectionId connection) {
   ForBothEnds(connection, [](End& end) { end.blackholed = true; });
 }
 
-void PipeNetwork::CorruptNextWrite(ConnectionId connection) {
+void PipeNetwork::CorruptNextWrite(ConnectionId connection, uint32_t skip) {
   troupe::MutexLock lock(&mu_);
   if (auto it = ends_.find(connection); it != ends_.end()) {
     it->second.corrupt_next = true;
+    it->second.corrupt_skip = skip;
   }
 }
 

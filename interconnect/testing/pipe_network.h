@@ -54,6 +54,12 @@ class PipeNetwork {
   // (under TestRuntime: do not kill a node whose transport has connections).
   std::unique_ptr<Transport> TransportFor(ActorSystem* system);
 
+  // Makes the network authenticate like TLS: every connection's Peer() names, as certified_node,
+  // the node of the certificate given here for the system at the other end (a system without one
+  // has its connections refused with kUnauthenticated, as a TLS transport would). Call before the
+  // connections are made.
+  void SetCertificate(ActorSystem* system, NodeId node);
+
   // -- faults (by the id either end knows the connection by) ----------------------------------
 
   // Breaks the connection: both owners get EvConnectionDown; bytes in flight are lost.
@@ -64,7 +70,8 @@ class PipeNetwork {
   // Drops every byte from now on, both directions, while the connection seems up.
   void Blackhole(ConnectionId connection);
   // Flips one bit in the middle of the next write on this end.
-  void CorruptNextWrite(ConnectionId connection);
+  // With `skip`, the write after the next `skip` ones instead (past a handshake, say).
+  void CorruptNextWrite(ConnectionId connection, uint32_t skip = 0);
   // Returns the number of connections up.
   size_t Connections() const;
   // Returns the ids of every connection end that is up, in increasing order.
@@ -77,10 +84,13 @@ class PipeNetwork {
     ActorSystem* system = nullptr;
     ActorId owner;
     ConnectionId peer = 0;
+    // What Peer() reports: the address dialled, or "pipe-from-node<N>:<id>" for an accepted end.
+    std::string remote;
     bool up = true;
     bool stalled = false;
     bool blackholed = false;
     bool corrupt_next = false;
+    uint32_t corrupt_skip = 0;
     // Bytes written while stalled, delivered on Resume.
     std::string held;
     // Deliveries to this end still waiting out the latency; cancelled when it goes down, so
@@ -110,6 +120,8 @@ class PipeNetwork {
   absl::flat_hash_map<std::string, std::pair<ActorSystem*, ActorId>> listeners_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<ConnectionId, End> ends_ ABSL_GUARDED_BY(mu_);
+  // SetCertificate: the node each system's certificate names; empty when not authenticating.
+  absl::flat_hash_map<ActorSystem*, NodeId> certificates_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace troupe::interconnect

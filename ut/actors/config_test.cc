@@ -178,6 +178,18 @@ TEST(ConfigTest, RejectsBadInterconnectSettingsNamingTheField) {
   ExpectParseFieldError("interconnect { max_unacked_bytes: 10 }", "interconnect.max_unacked_bytes");
   ExpectParseFieldError("interconnect { max_event_size: 100000000 }",
                         "interconnect.max_event_size");
+  // The per-peer bound must hold the unacknowledged frames twice (stream and transport) and one
+  // largest event beside them.
+  ExpectParseFieldError("interconnect { max_queued_bytes: 1000000 }",
+                        "interconnect.max_queued_bytes");
+  ExpectParseFieldError(
+      "interconnect { max_unacked_bytes: 65536 max_event_size: 4194304 max_queued_bytes: 131072 }",
+      "interconnect.max_queued_bytes");
+  ExpectParseFieldError("interconnect { heartbeat_interval_ms: 500 max_redial_delay_ms: 100 }",
+                        "interconnect.max_redial_delay_ms");
+  ExpectParseFieldError(
+      absl::StrCat("interconnect { cluster_id: \"", std::string(300, 'c'), "\" }"),
+      "interconnect.cluster_id");
 }
 
 TEST(ConfigTest, WithDefaultsFillsInterconnectSettings) {
@@ -190,6 +202,8 @@ TEST(ConfigTest, WithDefaultsFillsInterconnectSettings) {
   EXPECT_EQ(ic.dead_peer_timeout_ms(), 5001u) << "always longer than the heartbeat interval";
   EXPECT_EQ(ic.max_unacked_bytes(), 16u << 20);
   EXPECT_EQ(ic.max_event_size(), 8u << 20);
+  EXPECT_EQ(ic.max_queued_bytes(), uint64_t{64} << 20);
+  EXPECT_EQ(ic.max_redial_delay_ms(), 10'000u);
   EXPECT_EQ(ic.nodes_size(), 1);
   EXPECT_EQ(WithDefaults(proto::ActorSystemConfig()).interconnect().dead_peer_timeout_ms(), 3000u);
 }
@@ -219,6 +233,16 @@ TEST(ConfigTest, MissingFileIsNotFound) {
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound) << config.status();
   EXPECT_TRUE(absl::StrContains(config.status().message(), path)) << config.status();
+}
+
+// An ifstream reads a directory as an empty file: without the check, a node would run on defaults.
+TEST(ConfigTest, DirectoryIsNotAConfigFile) {
+  const std::string dir = ::testing::TempDir();
+  const absl::StatusOr<proto::ActorSystemConfig> config = LoadConfigFile(dir);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << config.status();
+  EXPECT_TRUE(absl::StrContains(config.status().message(), "is a directory")) << config.status();
+  EXPECT_TRUE(absl::StrContains(config.status().message(), dir)) << config.status();
 }
 
 TEST(ConfigTest, LoadsFileAndPrefixesErrorsWithPath) {

@@ -24,13 +24,25 @@ namespace troupe::interconnect {
 
 inline constexpr ActorId kEcho = ServiceId("echo");
 
+// Dispatch bounds for the session tests: `time` of simulated time, a generous step count.
+inline testing::DispatchOptions Within(absl::Duration time) {
+  testing::DispatchOptions options;
+  options.max_time = time;
+  options.max_events = 5'000'000;
+  return options;
+}
+
 // N nodes of a TestRuntime, each with a real Interconnect over one PipeNetwork.
 struct PipeCluster {
-  // `nameservices[node]`, when given, replaces node's table from the config (index 0 unused).
+  // `tune` adjusts every node's interconnect config, `tune_node` one node's (limits or cluster ids
+  // that differ). `nameservices[node]`, when given, replaces node's table from the config (index
+  // 0 unused).
+  using TuneNode = std::function<void(NodeId node, proto::InterconnectConfig& config)>;
   explicit PipeCluster(uint32_t nodes, uint64_t seed = 1,
                        const std::function<void(proto::InterconnectConfig&)>& tune = nullptr,
                        absl::Duration latency = absl::Microseconds(50),
-                       std::vector<std::shared_ptr<Nameservice>> nameservices = {})
+                       std::vector<std::shared_ptr<Nameservice>> nameservices = {},
+                       TuneNode tune_node = nullptr)
       : network(latency), names(std::move(nameservices)) {
     std::vector<uint16_t> ports;
     for (uint32_t i = 1; i <= nodes; ++i) {
@@ -43,6 +55,11 @@ struct PipeCluster {
     options.config = testutil::ClusterConfig("node", ports);
     if (tune) {
       tune(*options.config.mutable_interconnect());
+    }
+    if (tune_node) {
+      options.tune_node = [tune_node](NodeId node, proto::ActorSystemConfig& config) {
+        tune_node(node, *config.mutable_interconnect());
+      };
     }
     ics.resize(nodes + 1);
     options.on_node_start = [this](testing::TestRuntime& rt, NodeId node) {

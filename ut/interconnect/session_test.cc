@@ -26,19 +26,11 @@
 namespace troupe::interconnect {
 namespace {
 
-using testing::DispatchOptions;
 using testing::TestRuntime;
 using testing::TestRuntimeOptions;
 using testutil::EvIcData;
 using testutil::EvIcPing;
 using testutil::EvIcPong;
-
-DispatchOptions Within(absl::Duration time) {
-  DispatchOptions options;
-  options.max_time = time;
-  options.max_events = 5'000'000;
-  return options;
-}
 
 TEST(SessionTest, RemoteSendAndReplyThroughServiceId) {
   PipeCluster cluster(2);

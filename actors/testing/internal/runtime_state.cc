@@ -44,6 +44,9 @@ void TestRuntime::State::StartNode(NodeId id) {
   ++node.incarnation;
   proto::ActorSystemConfig config = sim.options.config;
   config.set_node_id(id);
+  if (sim.options.tune_node) {
+    sim.options.tune_node(id, config);
+  }
   absl::StatusOr<std::unique_ptr<ActorSystem>> system =
       internal::CreateDrivenSystem(config, this, FirstLocalId(node.incarnation));
   if (!system.ok()) {

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Socket set-up shared by the Asio transports (tcp_transport.cc, tls_transport.cc): the listening
+// socket, the endpoints to dial, buffer sizes, and how socket errors and addresses read in
+// statuses and log lines. Plain functions over Asio types; no state.
+//
+// Thread-safety: thread-compatible (each call touches only the socket it is given).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <system_error>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "asio/io_context.hpp"
+#include "asio/ip/tcp.hpp"
+
+namespace troupe::interconnect {
+
+// Returns kUnavailable "<what>: <error message>".
+absl::Status SocketError(absl::string_view what, const std::error_code& error);
+
+// Returns "a.b.c.d:port", or "[v6]:port" for IPv6.
+std::string EndpointText(const asio::ip::tcp::endpoint& endpoint);
+
+// Opens, binds and listens `acceptor` on host:port (a literal address, or a name resolved
+// synchronously for a passive socket; port 0: any free one) with SO_REUSEADDR and, when
+// `socket_buffer_bytes` > 0, that SO_RCVBUF/SO_SNDBUF (accepted sockets inherit them). Returns the
+// bound port. kAlreadyExists when the address is taken, kUnavailable naming host:port otherwise.
+absl::StatusOr<uint16_t> OpenListener(asio::io_context& io, const std::string& host, uint16_t port,
+                                      int socket_buffer_bytes, asio::ip::tcp::acceptor& acceptor);
+
+// Sets SO_RCVBUF and SO_SNDBUF of `socket` to `bytes` when `bytes` > 0 (errors ignored: the OS
+// keeps its default).
+void ApplyBufferSize(asio::ip::tcp::socket& socket, int bytes);
+
+}  // namespace troupe::interconnect
