@@ -53,7 +53,7 @@ class Proxy final : public Actor {
   static constexpr uint64_t kTick = 0;
   static constexpr uint64_t kRedial = 1;
   static constexpr absl::Duration kFirstRedialDelay = absl::Milliseconds(20);
-  // Connections in a row that may fail (no progress, or a protocol error) before the session ends.
+  // Connections in a row this side may close for protocol errors before the session ends.
   static constexpr uint64_t kMaxFailedLinks = 5;
 
   void Bootstrap() override {
@@ -591,8 +591,8 @@ class Proxy final : public Actor {
   absl::Duration redial_delay_ = kFirstRedialDelay;
   bool redial_pending_ = false;
 
-  // Failures in a row (refusals, connections without progress), the pause they impose, and the
-  // last one's reason for the log line that ends a session.
+  // Connections in a row closed for protocol errors, the pause before the next dial (after those
+  // or refusals), and the last failure's reason for the log line that ends a session.
   uint64_t failed_links_ = 0;
   absl::Duration failure_delay_ = absl::ZeroDuration();
   absl::Time next_dial_at_ = absl::InfinitePast();
