@@ -334,26 +334,11 @@ void TlsTransport::Accept(const std::shared_ptr<Listener>& listener) {
 }
 
 void TlsTransport::StartConnect(const ConnectionPtr& c, const std::string& host, uint16_t port) {
-  std::string address = absl::StrCat(host, ":", port);
-  std::error_code error;
-  const asio::ip::address ip = asio::ip::make_address(host, error);
-  if (!error) {
-    ConnectTo(c, {tcp::endpoint(ip, port)}, 0, std::move(address), {});
-    return;
-  }
-  auto resolver = std::make_shared<tcp::resolver>(io_);
-  resolver->async_resolve(
-      host, std::to_string(port),
-      [this, c, resolver, address = std::move(address)](
-          std::error_code resolve_error, const tcp::resolver::results_type& results) mutable {
-        std::vector<tcp::endpoint> endpoints;
-        if (!resolve_error) {
-          for (const auto& entry : results) {
-            endpoints.push_back(entry.endpoint());
-          }
-        }
-        ConnectTo(c, std::move(endpoints), 0, std::move(address), resolve_error);
-      });
+  ResolveEndpoints(io_, host, port,
+                   [this, c, address = absl::StrCat(host, ":", port)](
+                       std::vector<tcp::endpoint> endpoints, std::error_code error) mutable {
+                     ConnectTo(c, std::move(endpoints), 0, std::move(address), error);
+                   });
 }
 
 void TlsTransport::ConnectTo(const ConnectionPtr& c, std::vector<tcp::endpoint> endpoints,

@@ -78,4 +78,27 @@ void ApplyBufferSize(tcp::socket& socket, int bytes) {
   }
 }
 
+void ResolveEndpoints(asio::io_context& io, const std::string& host, uint16_t port,
+                      ResolvedFn done) {
+  std::error_code error;
+  const asio::ip::address ip = asio::ip::make_address(host, error);
+  if (!error) {
+    done({asio::ip::tcp::endpoint(ip, port)}, {});
+    return;
+  }
+  auto resolver = std::make_shared<asio::ip::tcp::resolver>(io);
+  resolver->async_resolve(
+      host, std::to_string(port),
+      [resolver, done = std::move(done)](std::error_code resolve_error,
+                                         const asio::ip::tcp::resolver::results_type& results) {
+        std::vector<asio::ip::tcp::endpoint> endpoints;
+        if (!resolve_error) {
+          for (const auto& entry : results) {
+            endpoints.push_back(entry.endpoint());
+          }
+        }
+        done(std::move(endpoints), resolve_error);
+      });
+}
+
 }  // namespace troupe::interconnect

@@ -8,8 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -31,6 +34,13 @@ std::string EndpointText(const asio::ip::tcp::endpoint& endpoint);
 // bound port. kAlreadyExists when the address is taken, kUnavailable naming host:port otherwise.
 absl::StatusOr<uint16_t> OpenListener(asio::io_context& io, const std::string& host, uint16_t port,
                                       int socket_buffer_bytes, asio::ip::tcp::acceptor& acceptor);
+
+// The endpoints to dial for host:port: a literal address at once, a name through an async
+// resolve on `io`. Calls `done(endpoints, error)` on `io`'s thread (or at once, for a literal);
+// `error` is the resolver's when the name did not resolve (endpoints then empty).
+using ResolvedFn = std::function<void(std::vector<asio::ip::tcp::endpoint>, std::error_code)>;
+void ResolveEndpoints(asio::io_context& io, const std::string& host, uint16_t port,
+                      ResolvedFn done);
 
 // Sets SO_RCVBUF and SO_SNDBUF of `socket` to `bytes` when `bytes` > 0 (errors ignored: the OS
 // keeps its default).
