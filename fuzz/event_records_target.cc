@@ -2,8 +2,9 @@
 //
 // fuzz_event_records (layout in fuzz/targets.h): what a peer's event records become on this node,
 // past the frame checks (no checksum stands in the fuzzer's way here). Checks, for any payload:
-//   - DecodeEvents never crashes and is all or nothing: on success exactly event_count events,
-//     whose envelopes and bodies encode back to the payload byte for byte; on kDataLoss, none;
+//   - ParseRecords never crashes and is all or nothing: on success exactly event_count records,
+//     which encode back to the payload byte for byte; on kDataLoss, none; DecodeEvents then
+//     yields its whole events and a RecordDecoder (chunks in turn) the events it completes;
 //   - the lazy parse a handler triggers (EventHandle::Get) never crashes, whatever the body: for
 //     the project's cross-node events (EvPoison over proto::Poison, EvUndelivered with its own
 //     Load over proto::Undelivered) and an EventPB over the tests' ut::TestPayload (a string and a
@@ -77,23 +78,43 @@ void FuzzEventRecords(std::string_view data) {
   frame.sequence = 1;
   frame.payload = in.Rest();
 
-  std::vector<EventHandlePtr> events;
   FrameEncoder encoder;
-  absl::Status status = interconnect::DecodeEvents(frame, [&](EventHandlePtr ev) {
-    TROUPE_CHECK(ev != nullptr && !ev->HasEvent());
-    TROUPE_CHECK(encoder.Add(*ev).ok());
-    events.push_back(std::move(ev));
+  uint32_t parsed = 0;
+  uint32_t whole = 0;
+  absl::Status status = interconnect::ParseRecords(frame, [&](const interconnect::Record& record) {
+    encoder.Add(record);
+    ++parsed;
+    whole += record.kind == interconnect::RecordKind::kEvent ? 1 : 0;
   });
   if (!status.ok()) {
     TROUPE_CHECK(absl::IsDataLoss(status)) << status;
-    TROUPE_CHECK(events.empty()) << "a malformed frame delivered " << events.size() << " events";
+    TROUPE_CHECK(parsed == 0) << "a malformed frame showed " << parsed << " records";
     return;
   }
-  TROUPE_CHECK(events.size() == frame.event_count);
+  TROUPE_CHECK(parsed == frame.event_count);
   std::string reencoded;
   encoder.Finish(frame.sequence, frame.ack, &reencoded);
   TROUPE_CHECK(std::string_view(reencoded).substr(kFrameHeaderSize) == frame.payload)
-      << "the decoded events do not encode back to their payload";
+      << "the decoded records do not encode back to their payload";
+
+  std::vector<EventHandlePtr> events;
+  TROUPE_CHECK(interconnect::DecodeEvents(frame, [&](EventHandlePtr ev) {
+                 TROUPE_CHECK(ev != nullptr && !ev->HasEvent());
+                 events.push_back(std::move(ev));
+               }).ok());
+  TROUPE_CHECK(events.size() == whole);
+  // The receiver's view: chunks must start, continue and complete in turn within this frame.
+  interconnect::RecordDecoder records(/*max_event_size=*/1u << 20);
+  size_t completed = 0;
+  absl::Status assembled = records.Decode(frame, [&](EventHandlePtr ev) {
+    TROUPE_CHECK(ev != nullptr && !ev->HasEvent());
+    ++completed;
+  });
+  if (assembled.ok()) {
+    TROUPE_CHECK(completed >= whole);
+  } else {
+    TROUPE_CHECK(absl::IsDataLoss(assembled) && completed == 0) << assembled;
+  }
 
   for (EventHandlePtr& ev : events) {
     (void)ev->ToString();

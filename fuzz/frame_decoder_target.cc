@@ -7,8 +7,9 @@
 //   - every byte is accounted for: frames plus what is buffered equal what was appended;
 //   - structured mode: exactly the encoded frames come out, up to the first that breaks a rule or
 //     holds the corrupted byte, and that one is refused (a flipped byte is never accepted);
-//   - the session logic downstream agrees with a model: InboundStream's verdicts, DecodeEvents
-//     (all or nothing; re-encoding the events gives back the payload byte for byte) and
+//   - the session logic downstream agrees with a model: InboundStream's verdicts, ParseRecords
+//     (all or nothing; re-encoding the records gives back the payload byte for byte),
+//     RecordDecoder (chunks in turn across frames, all or nothing per frame) and
 //     OutboundStream::Acknowledge of whatever the peer claims.
 #include <algorithm>
 #include <array>
@@ -35,15 +36,17 @@ namespace troupe::fuzz {
 namespace {
 
 using interconnect::AppendRawFrame;
-using interconnect::DecodeEvents;
 using interconnect::Frame;
 using interconnect::FrameDecoder;
 using interconnect::FrameEncoder;
 using interconnect::FrameKind;
 using interconnect::InboundStream;
-using interconnect::kEventRecordHeaderSize;
 using interconnect::kFrameHeaderSize;
+using interconnect::kMinRecordSize;
 using interconnect::OutboundStream;
+using interconnect::ParseRecords;
+using interconnect::Record;
+using interconnect::RecordDecoder;
 
 constexpr std::array<uint32_t, 4> kLimits = {256, 4096, 65536, interconnect::kDefaultMaxPayload};
 
@@ -70,7 +73,7 @@ void CheckFrame(const Frame& frame, uint32_t limit) {
   if (frame.kind == FrameKind::kControl) {
     TROUPE_CHECK(frame.payload.empty() && frame.event_count == 0);
   }
-  TROUPE_CHECK(frame.event_count <= frame.payload.size() / kEventRecordHeaderSize);
+  TROUPE_CHECK(frame.event_count <= frame.payload.size() / kMinRecordSize);
 }
 
 // Appends each chunk and takes every frame it completes, as a session does.
@@ -151,7 +154,7 @@ Expected BuildFrames(InputReader& in, uint32_t limit, std::optional<size_t> corr
     const bool valid = (kind == FrameKind::kData || kind == FrameKind::kControl) &&
                        payload.size() <= limit &&
                        (kind == FrameKind::kData || (payload.empty() && event_count == 0)) &&
-                       event_count <= payload.size() / kEventRecordHeaderSize;
+                       event_count <= payload.size() / kMinRecordSize;
     const bool corrupted =
         corrupt_at.has_value() && *corrupt_at >= begin && *corrupt_at < stream->size();
     if (!valid || corrupted) {
@@ -177,6 +180,7 @@ void CheckSession(const std::vector<OwnedFrame>& frames, uint32_t sent_frames) {
   uint64_t acked = 0;
 
   InboundStream in;
+  RecordDecoder records(/*max_event_size=*/1u << 20);
   uint64_t received = 0;
   for (const OwnedFrame& owned : frames) {
     if (owned.kind == FrameKind::kData) {
@@ -193,22 +197,33 @@ void CheckSession(const std::vector<OwnedFrame>& frames, uint32_t sent_frames) {
         received = owned.sequence;
         const Frame frame{owned.kind, owned.event_count, owned.sequence, owned.ack, owned.payload};
         FrameEncoder encoder;
-        uint32_t delivered = 0;
-        absl::Status decoded = DecodeEvents(frame, [&](EventHandlePtr ev) {
-          TROUPE_CHECK(ev != nullptr && !ev->HasEvent());
-          TROUPE_CHECK(encoder.Add(*ev).ok());
-          ++delivered;
+        uint32_t parsed = 0;
+        absl::Status status = ParseRecords(frame, [&](const Record& record) {
+          encoder.Add(record);
+          ++parsed;
         });
-        if (!decoded.ok()) {
-          TROUPE_CHECK(absl::IsDataLoss(decoded));
-          TROUPE_CHECK(delivered == 0) << "a malformed frame delivered " << delivered << " events";
+        if (!status.ok()) {
+          TROUPE_CHECK(absl::IsDataLoss(status));
+          TROUPE_CHECK(parsed == 0) << "a malformed frame showed " << parsed << " records";
           return;
         }
-        TROUPE_CHECK(delivered == owned.event_count);
+        TROUPE_CHECK(parsed == owned.event_count);
         std::string reencoded;
         encoder.Finish(owned.sequence, owned.ack, &reencoded);
         TROUPE_CHECK(std::string_view(reencoded).substr(kFrameHeaderSize) == owned.payload)
-            << "the decoded events do not encode back to their payload";
+            << "the decoded records do not encode back to their payload";
+        // Chunks must come in turn, across frames; a frame out of turn delivers nothing.
+        uint32_t delivered = 0;
+        absl::Status assembled = records.Decode(frame, [&](EventHandlePtr ev) {
+          TROUPE_CHECK(ev != nullptr && !ev->HasEvent());
+          ++delivered;
+        });
+        if (!assembled.ok()) {
+          TROUPE_CHECK(absl::IsDataLoss(assembled));
+          TROUPE_CHECK(delivered == 0) << "a frame out of turn delivered " << delivered;
+          return;
+        }
+        TROUPE_CHECK(delivered <= owned.event_count);
       }
       TROUPE_CHECK(in.received() == received);
     }

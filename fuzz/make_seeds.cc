@@ -116,6 +116,20 @@ void WriteEventRecordSeeds() {
   seed("poison_unknown_field", 1, Records(encoder));
   AddEvent(encoder, kEvBootstrap, "", 1);
   seed("bodyless", 1, Records(encoder));
+  // A chunked event whole in one frame, a small event between its chunks, and chunks out of turn.
+  const EventHandle chunked(kEvFuzzPayload, ActorId(2, 1, 100, 7), ActorId(1, 3, 200, 9),
+                            PayloadBody(5, std::string(40, 'c'), {7}), kTrackDelivery, 5);
+  const std::string_view body = chunked.bytes();
+  encoder.AddFirstChunk(chunked, 10);
+  AddEvent(encoder, kEvPoison, proto::Poison().SerializeAsString(), 6);
+  encoder.AddNextChunk(body.substr(10, 20));
+  encoder.AddNextChunk(body.substr(30));
+  seed("chunked", 4, Records(encoder));
+  encoder.AddNextChunk(body.substr(10));
+  seed("next_chunk_alone", 1, Records(encoder));
+  encoder.AddFirstChunk(chunked, 10);
+  encoder.AddFirstChunk(chunked, 10);
+  seed("first_chunk_twice", 2, Records(encoder));
   seed("empty", 0, "");
 }
 

@@ -31,6 +31,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +41,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -109,7 +112,8 @@ class Pair {
     for (NodeId node = 1; node <= 2; ++node) {
       proto::ActorSystemConfig config;
       config.set_node_id(node);
-      for (const char* name : {"User", "IC"}) {
+      // Bulk: only BM_RemotePingPongUnderBulk's large-event stream runs there (parked otherwise).
+      for (const char* name : {"User", "IC", "Bulk"}) {
         proto::PoolConfig* pool = config.add_pools();
         pool->set_name(name);
         pool->set_threads(1);
@@ -168,6 +172,8 @@ class Pair {
   Pair& operator=(Pair&&) = delete;
 
   ActorSystem& node(NodeId node) { return *systems_[node - 1]; }
+  // The session counters of `node` (with its one peer).
+  SessionCounters Session(NodeId node) { return ics_[node - 1]->Counters()[0]; }
 
  private:
   std::array<std::unique_ptr<ActorSystem>, 2> systems_;
@@ -270,10 +276,11 @@ BENCHMARK(BM_RemotePingPongTls)
 
 constexpr uint64_t kCreditEvery = 1024;
 
-// Counts streamed events and returns a credit every kCreditEvery.
+// Counts streamed events and returns a credit every `credit_every` (kCreditEvery by default).
 class StreamReceiver final : public Actor {
  public:
-  StreamReceiver() : Actor(&StreamReceiver::StateWork) {}
+  explicit StreamReceiver(uint64_t credit_every = kCreditEvery)
+      : Actor(&StreamReceiver::StateWork), credit_every_(credit_every) {}
 
  private:
   TROUPE_STATE(StateWork) {
@@ -281,26 +288,29 @@ class StreamReceiver final : public Actor {
       Unhandled(ev);
       return;
     }
-    if (++count_ % kCreditEvery == 0) {
+    if (++count_ % credit_every_ == 0) {
       auto credit = std::make_unique<EvCredit>();
       credit->record.set_count(count_);
       Send(ev->sender(), std::move(credit));
     }
   }
+  const uint64_t credit_every_;
   uint64_t count_ = 0;
 };
 
 // Streams `count` events of `body` bytes, at most `window` ahead of the receiver's credits.
 class StreamSender final : public Actor {
  public:
+  // `stop` (optional): once set, the sender sends no more and passes away at its next credit.
   StreamSender(ActorId receiver, uint64_t count, size_t body, uint64_t window,
-               troupe::Notification* done)
+               troupe::Notification* done, const std::atomic<bool>* stop = nullptr)
       : Actor(&StreamSender::StateWork),
         receiver_(receiver),
         count_(count),
         payload_(body, 'p'),
         window_(window),
-        done_(done) {}
+        done_(done),
+        stop_(stop) {}
 
  private:
   void Bootstrap() override { Fill(); }
@@ -311,7 +321,7 @@ class StreamSender final : public Actor {
     }
     EvCredit* credit = ev->Get<EvCredit>();
     credited_ = credit->record.count();
-    if (credited_ >= count_) {
+    if (credited_ >= count_ || (stop_ != nullptr && stop_->load(std::memory_order_relaxed))) {
       done_->Notify();
       PassAway();
       return;
@@ -332,6 +342,7 @@ class StreamSender final : public Actor {
   std::string payload_;
   uint64_t window_;
   troupe::Notification* done_;
+  const std::atomic<bool>* stop_;
   uint64_t sent_ = 0;
   uint64_t credited_ = 0;
 };
@@ -350,6 +361,7 @@ void RemoteStream(benchmark::State& state, bool tls) {
   const uint64_t window = std::max<uint64_t>(
       2 * kCreditEvery, std::min<uint64_t>(16 * kCreditEvery, (8u << 20) / body));
   int64_t events = 0;
+  const uint64_t written_before = pair.Session(1).bytes_written;
   for (auto _ : state) {
     // A fresh receiver count per iteration: the credits count from zero again.
     state.PauseTiming();
@@ -365,6 +377,10 @@ void RemoteStream(benchmark::State& state, bool tls) {
   }
   state.SetItemsProcessed(events);
   state.SetBytesProcessed(events * static_cast<int64_t>(body));
+  // Everything node 1 wrote (frames, records, its few acknowledgements) per event streamed.
+  state.counters["wire_bytes_per_event"] =
+      static_cast<double>(pair.Session(1).bytes_written - written_before) /
+      static_cast<double>(std::max<int64_t>(events, 1));
 }
 void BM_RemoteStream(benchmark::State& state) { RemoteStream(state, /*tls=*/false); }
 void BM_RemoteStreamTls(benchmark::State& state) { RemoteStream(state, /*tls=*/true); }
@@ -376,6 +392,109 @@ BENCHMARK(BM_RemoteStream)
 BENCHMARK(BM_RemoteStreamTls)
     ->ArgNames({"proxies_in_user_pool", "body"})
     ->ArgsProduct({{0, 1}, {64, 64 << 10}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Serves round trips to `ponger` and records each one's time: `warmup` first, unrecorded.
+class TimedPinger final : public Actor {
+ public:
+  TimedPinger(ActorId ponger, int64_t warmup, int64_t count, std::vector<double>* rtt_us,
+              troupe::Notification* done)
+      : Actor(&TimedPinger::StateWork),
+        ponger_(ponger),
+        warmup_(warmup),
+        left_(warmup + count),
+        rtt_us_(rtt_us),
+        done_(done) {}
+
+ private:
+  void Bootstrap() override {
+    sent_at_ = absl::Now();
+    Send(ponger_, std::make_unique<EvBlob>());
+  }
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvBlob) {
+      Unhandled(ev);
+      return;
+    }
+    const absl::Time now = absl::Now();
+    if (warmup_ > 0) {
+      --warmup_;
+    } else {
+      rtt_us_->push_back(absl::ToDoubleMicroseconds(now - sent_at_));
+    }
+    if (--left_ > 0) {
+      sent_at_ = now;
+      Forward(ev, ponger_);
+    } else {
+      done_->Notify();
+      PassAway();
+    }
+  }
+
+  ActorId ponger_;
+  int64_t warmup_;
+  int64_t left_;
+  std::vector<double>* rtt_us_;
+  troupe::Notification* done_;
+  absl::Time sent_at_;
+};
+
+double Percentile(std::vector<double> samples, double fraction) {
+  if (samples.empty()) {
+    return 0;
+  }
+  const auto at = static_cast<size_t>(fraction * static_cast<double>(samples.size() - 1));
+  std::nth_element(samples.begin(), samples.begin() + static_cast<ptrdiff_t>(at), samples.end());
+  return samples[at];
+}
+
+// Head-of-line blocking: the round trips of small events between two actors, alone (bulk:0) or
+// while another pair of actors (in the Bulk pool of each node) streams 8 MiB events from node 1
+// to node 2 over the same session (bulk:1, two in flight). Reports the median and p99 round trip
+// and the bulk stream's MB/s.
+void BM_RemotePingPongUnderBulk(benchmark::State& state) {
+  Pair pair(ProxyPool(state));
+  const bool bulk = state.range(1) != 0;
+  const ActorId ponger = pair.node(2).Register(std::make_unique<Ponger>());
+  std::atomic<bool> stop{false};
+  troupe::Notification bulk_done;
+  const uint64_t read_before = pair.Session(2).bytes_read;
+  const absl::Time bulk_start = absl::Now();
+  if (bulk) {
+    // In their own pool: the 8 MiB copies of making and parsing the events do not run on the
+    // worker of the ping-pong actors.
+    auto on_bulk = [&pair](NodeId node) {
+      return RegisterOptions{.pool = *pair.node(node).PoolIndex("Bulk")};
+    };
+    const ActorId sink = pair.node(2).Register(std::make_unique<StreamReceiver>(1), on_bulk(2));
+    // 8 MiB with the envelope of the message: the default max_event_size.
+    pair.node(1).Register(
+        std::make_unique<StreamSender>(sink, UINT64_MAX, (8u << 20) - 16, 2, &bulk_done, &stop),
+        on_bulk(1));
+  }
+  std::vector<double> rtt_us;
+  for (auto _ : state) {
+    troupe::Notification done;
+    pair.node(1).Register(std::make_unique<TimedPinger>(ponger, 200, 2000, &rtt_us, &done));
+    if (!done.WaitForNotificationWithTimeout(absl::Seconds(60))) {
+      state.SkipWithError("ping-pong did not finish within 60 s");
+      break;
+    }
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - bulk_start);
+  stop.store(true, std::memory_order_relaxed);
+  if (bulk) {
+    (void)bulk_done.WaitForNotificationWithTimeout(absl::Seconds(10));
+  }
+  state.counters["p50_us"] = Percentile(rtt_us, 0.5);
+  state.counters["p99_us"] = Percentile(rtt_us, 0.99);
+  state.counters["bulk_MBps"] =
+      static_cast<double>(pair.Session(2).bytes_read - read_before) / seconds / 1e6;
+}
+BENCHMARK(BM_RemotePingPongUnderBulk)
+    ->ArgNames({"proxies_in_user_pool", "bulk"})
+    ->ArgsProduct({{0, 1}, {0, 1}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -34,7 +34,8 @@ class Proxy final : public Actor {
         stats_(channel_->stats),
         out_(std::in_place, settings_.limits),
         decoder_(
-            static_cast<uint32_t>(std::min<size_t>(settings_.limits.MaxPayload(), UINT32_MAX))) {}
+            static_cast<uint32_t>(std::min<size_t>(settings_.limits.MaxPayload(), UINT32_MAX))),
+        records_(settings_.limits.max_event_size) {}
 
   ~Proxy() override {
     if (conn_ != 0) {
@@ -142,7 +143,7 @@ class Proxy final : public Actor {
     gate_.Begin(ev->sender());
     const proto::Handshake& hs = done.handshake;
     const bool resume = StartOrResume(hs);
-    out_->SetPeerMaxPayload(hs.max_frame_payload());
+    out_->SetPeerLimits(hs.max_frame_payload(), hs.max_event_size());
     if (done.incoming) {
       std::string bytes;
       AppendHandshake(MakeHandshake(resume ? hs.incarnation() : 0), &bytes);
@@ -253,6 +254,7 @@ class Proxy final : public Actor {
     hs.set_peer_incarnation(peer_incarnation);
     hs.set_received(in_.received());
     hs.set_max_frame_payload(settings_.limits.MaxPayload());
+    hs.set_max_event_size(settings_.limits.max_event_size);
     return hs;
   }
 
@@ -275,6 +277,7 @@ class Proxy final : public Actor {
     peer_incarnation_ = hs.incarnation();
     last_heard_ = Now();  // a new session starts alive; from now on only frames count
     in_ = InboundStream();
+    records_.Reset();
     ack_sent_ = 0;
     Stats::Bump(stats_.sessions);
     stats_.up.store(true, std::memory_order_relaxed);
@@ -342,7 +345,7 @@ class Proxy final : public Actor {
         if (*verdict == InboundStream::Verdict::kDuplicate) {
           Stats::Bump(stats_.duplicates_dropped);
         } else {
-          absl::Status decoded = DecodeEvents(frame, [&](EventHandlePtr ev) {
+          absl::Status decoded = records_.Decode(frame, [&](EventHandlePtr ev) {
             if (ev->recipient().node_id() != self) {
               TROUPE_LOG(kWarn, kInterconnect)
                   << "node " << settings_.peer << " sent " << ev->ToString()
@@ -471,6 +474,7 @@ class Proxy final : public Actor {
       out_.emplace(settings_.limits);
     }
     in_ = InboundStream();
+    records_.Reset();
     ack_sent_ = 0;
     TROUPE_LOG(kWarn, kInterconnect)
         << "session with node " << settings_.peer << " ended: " << reason << " (" << reported
@@ -587,6 +591,8 @@ class Proxy final : public Actor {
   // what it still had (handover.h).
   HandoverGate gate_;
   FrameDecoder decoder_;
+  // Reassembles chunked events across the session's frames.
+  RecordDecoder records_;
   // Backoff of redials after refused connects (reset when a connection carries the session).
   absl::Duration redial_delay_ = kFirstRedialDelay;
   bool redial_pending_ = false;

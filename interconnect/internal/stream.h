@@ -6,13 +6,25 @@
 // OutboundStream (sending side):
 //   | state of an event | where it lives                      | on session death             |
 //   |-------------------|-------------------------------------|------------------------------|
-//   | queued            | a list of serialized handles        | Undelivered (certain)        |
+//   | queued            | a lane of serialized handles        | Undelivered (certain)        |
+//   | being chunked     | the bulk lane's front               | Undelivered (certain)        |
 //   | sent, unacked     | the encoded frame, kept for resend  | Undelivered{unsure}          |
+//   |                   | (a chunked event: also its handle,  |                              |
+//   |                   | kept with its last chunk's frame)   |                              |
 //   | acknowledged      | nowhere: freed                      | —                            |
+// Two lanes, so that a large event does not hold back small ones (no head-of-line blocking):
+//   - the regular lane takes events whose body fits one chunk (`chunk_size`);
+//   - the bulk lane takes larger events, and every later event of a sender that has one there
+//     (which keeps each sender's order). Pack cuts its front into chunks, at most one per frame
+//     and no more than `max_unacked_chunk_bytes` of them unacknowledged, so small events of other
+//     senders ride in the frames between; a bulk-lane event completes (its last chunk, or the
+//     event itself) only after every regular-lane event queued before it has been sent.
+// A sender's events therefore arrive in the order it sent them; events of different senders may
+// overtake a large one.
 // Pack moves queued events into frames only while the bytes of unacknowledged frames stay under
 // `max_unacked_bytes` (backpressure), and never builds a frame larger than the peer accepts
-// (SetPeerMaxPayload, from its handshake): an event that cannot fit is handed back to be reported
-// Undelivered{kTooLarge}, and the stream goes on.
+// (SetPeerLimits, from its handshake): an event the peer cannot take is handed back to be
+// reported Undelivered{kTooLarge}, and the stream goes on.
 //
 // Every event is charged HeldCharge() bytes from Enqueue until it leaves the process for good
 // (acknowledged, refused or failed); the stream counts what it releases (TakeReleased) so that
@@ -28,6 +40,7 @@
 // Thread-safety: thread-compatible (owned by one session actor).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -36,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -47,19 +61,22 @@ namespace troupe::interconnect {
 struct StreamLimits {
   // Bytes of sent but unacknowledged frames above which Pack stops (default 16 MiB).
   size_t max_unacked_bytes = 16u << 20;
-  // Payload bytes above which a frame is closed and the next one started (default 256 KiB). An
-  // event larger than this travels alone in its frame.
+  // Payload bytes above which a frame is closed and the next one started (default 256 KiB).
   size_t max_frame_payload = 256u << 10;
   // Largest event body accepted by Enqueue (default 8 MiB).
   size_t max_event_size = 8u << 20;
+  // Events with a larger body travel in chunks of this size (default 128 KiB, so that 64 KiB
+  // events still go whole; at most max_frame_payload counts).
+  size_t chunk_size = 128u << 10;
+  // Bytes of chunks sent but not acknowledged above which Pack cuts no more (default 256 KiB,
+  // two chunks): a small event queued behind a stream of large ones waits for about this much.
+  size_t max_unacked_chunk_bytes = 256u << 10;
 
+  // Returns the size of the pieces large events are cut into.
+  size_t Chunk() const { return std::max<size_t>(1, std::min(chunk_size, max_frame_payload)); }
   // Returns the largest frame payload this side produces: what the peer's FrameDecoder limit
   // must admit.
-  size_t MaxPayload() const {
-    return max_frame_payload > max_event_size + kEventRecordHeaderSize
-               ? max_frame_payload
-               : max_event_size + kEventRecordHeaderSize;
-  }
+  size_t MaxPayload() const { return max_frame_payload + kMaxRecordOverhead; }
 };
 
 // The bytes one queued event is charged against a peer's budget: its body plus what holding it
@@ -84,9 +101,12 @@ class OutboundStream {
   // frames appended.
   size_t Pack(uint64_t ack, std::string* out, std::vector<EventHandlePtr>* too_large = nullptr);
 
-  // The peer's frame decoder accepts payloads up to `max_payload` bytes (0: unknown, no limit
-  // beyond ours). Set at every handshake, before Pack.
-  void SetPeerMaxPayload(uint64_t max_payload) { peer_max_payload_ = max_payload; }
+  // The peer's frame decoder accepts payloads up to `max_payload` bytes and events up to
+  // `max_event_size` (0: unknown, no limit beyond ours). Set at every handshake, before Pack.
+  void SetPeerLimits(uint64_t max_payload, uint64_t max_event_size) {
+    peer_max_payload_ = max_payload;
+    peer_max_event_size_ = max_event_size;
+  }
 
   // Frees the frames up to and including sequence `ack`. kDataLoss when `ack` names a frame never
   // sent (a broken peer).
@@ -97,8 +117,9 @@ class OutboundStream {
   // `peer_received` names a frame never sent.
   absl::Status Resend(uint64_t peer_received, std::string* out);
 
-  // Ends the stream: calls `report(ev, unsure)` for every event still held, oldest first: those
-  // sent but unacknowledged with unsure = true, then the queued ones with unsure = false.
+  // Ends the stream: calls `report(ev, unsure)` for every event still held: those sent but
+  // unacknowledged with unsure = true, oldest first, then the queued ones (the regular lane, then
+  // the bulk lane, each in order) with unsure = false.
   void Fail(const std::function<void(EventHandlePtr, bool unsure)>& report);
 
   // The peer restarted (or lost the session): its new session never saw our frames. Calls
@@ -112,7 +133,9 @@ class OutboundStream {
   bool blocked() const { return unacked_bytes_ >= limits_.max_unacked_bytes; }
   size_t unacked_bytes() const { return unacked_bytes_; }
   size_t unacked_frames() const { return unacked_.size(); }
-  size_t queued_events() const { return queued_.size(); }
+  size_t queued_events() const { return queued_.size() + bulk_.size(); }
+  // Bytes of chunks sent but not acknowledged.
+  size_t unacked_chunk_bytes() const { return unacked_chunk_bytes_; }
   // Sequence number of the last data frame sent (0 before the first).
   uint64_t last_sent() const { return last_sent_; }
   // Frames the peer has acknowledged (resumes included), ever.
@@ -124,20 +147,51 @@ class OutboundStream {
   struct SentFrame {
     uint64_t sequence;
     std::string bytes;
-    // The HeldCharge of its events.
+    // The HeldCharge of its events (a chunked event's whole charge is on its last chunk's frame).
     size_t charge;
+    // Bytes of chunks in it.
+    size_t chunk_bytes;
+    // The chunked event whose last chunk it carries (its earlier chunks' frames came before).
+    EventHandlePtr completed;
+  };
+  struct BulkEvent {
+    EventHandlePtr ev;
+    // The regular-lane events queued before it: it completes only after they are sent.
+    uint64_t regular_before;
   };
 
+  // Adds bulk-lane records to the frame being built: small events whole, at most one chunk.
+  // Returns the frame's charge and sets `*completed` to a chunked event it completes.
+  size_t PackBulk(FrameEncoder& encoder, uint64_t frame_limit, uint64_t peer_limit,
+                  size_t* chunk_bytes, EventHandlePtr* completed,
+                  std::vector<EventHandlePtr>* too_large);
+  // Leaves the bulk lane's front (sent whole or completed, or refused).
+  EventHandlePtr PopBulk();
+  // Hands the too-large `ev` back, releasing its charge.
+  void Refuse(EventHandlePtr ev, std::vector<EventHandlePtr>* too_large);
   // Frees acknowledged frames up to `ack` (checked by the caller).
   void Release(uint64_t ack);
+  // Reports every sent but unacknowledged event (unsure) and forgets the frames.
+  void FailUnacked(const std::function<void(EventHandlePtr, bool unsure)>& report);
 
   const StreamLimits limits_;
+  // Builds every frame (its buffer's capacity is kept from frame to frame).
+  FrameEncoder encoder_;
   uint64_t peer_max_payload_ = 0;
+  uint64_t peer_max_event_size_ = 0;
   size_t released_ = 0;
   uint64_t acknowledged_ = 0;
   std::deque<EventHandlePtr> queued_;
+  uint64_t regular_enqueued_ = 0;
+  uint64_t regular_packed_ = 0;
+  std::deque<BulkEvent> bulk_;
+  // Bytes of the bulk lane front's body already cut into chunks (0: not started).
+  size_t bulk_cut_ = 0;
+  // Senders with events in the bulk lane, and how many.
+  absl::flat_hash_map<ActorId, uint32_t> bulk_senders_;
   std::deque<SentFrame> unacked_;
   size_t unacked_bytes_ = 0;
+  size_t unacked_chunk_bytes_ = 0;
   uint64_t last_sent_ = 0;
 };
 

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace troupe::interconnect {
@@ -87,7 +88,8 @@ TEST(HandshakeTest, AcceptsAKnownPeerBothWays) {
 TEST(HandshakeTest, RefusesWrongVersionClusterOrNodes) {
   proto::Handshake version = FromNode1();
   version.set_protocol_version(kProtocolVersion + 1);
-  ExpectRefused(version, std::nullopt, "speaks protocol version 2");
+  ExpectRefused(version, std::nullopt,
+                absl::StrCat("speaks protocol version ", kProtocolVersion + 1));
   proto::Handshake cluster = FromNode1();
   cluster.set_cluster_id("red");
   ExpectRefused(cluster, std::nullopt, "belongs to cluster \"red\"");

@@ -98,6 +98,42 @@ TEST(SessionTest, RoutingErrorsAreReportedToTheSender) {
 
 // Cuts every connection again and again while two senders stream: the receivers see every
 // event once, in order (over several seeds).
+// No head-of-line blocking: actor A on node 1 sends a 4 MiB event, then actor B 20 small ones, then
+// A one more, all to one actor on node 2. B's ride between the chunks of A's and arrive first; A's
+// large event arrives whole and once, and still before A's next one.
+TEST(SessionTest, SmallEventsOvertakeALargeOneOnTheSameSession) {
+  PipeCluster cluster(2);
+  TestRuntime& rt = *cluster.runtime;
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+  const ActorId a = rt.AllocateEdgeActor(1);
+  const ActorId b = rt.AllocateEdgeActor(1);
+  const ActorId to = rt.AllocateEdgeActor(2);
+  constexpr size_t kLarge = size_t{4} << 20;
+  rt.Send(std::make_unique<EventHandle>(to, a, testutil::MakeData(1, kLarge)));
+  std::vector<uint64_t> expected;
+  for (uint64_t i = 100; i < 120; ++i) {
+    rt.Send(std::make_unique<EventHandle>(to, b, testutil::MakeData(i)));
+    expected.push_back(i);
+  }
+  rt.Send(std::make_unique<EventHandle>(to, a, testutil::MakeData(2)));
+  expected.push_back(1);
+  expected.push_back(2);
+  std::vector<uint64_t> arrived;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    auto got = rt.GrabEdgeEvent<EvIcData>(to, Within(absl::Seconds(5)));
+    ASSERT_TRUE(got) << "event " << i;
+    arrived.push_back(got->record.seq());
+    if (got->record.seq() == 1) {
+      EXPECT_EQ(got->record.text().size(), kLarge) << "whole";
+      EXPECT_EQ(got.handle().sender(), a);
+    }
+  }
+  EXPECT_EQ(arrived, expected);
+  rt.AdvanceTime(absl::Milliseconds(100));
+  EXPECT_EQ(cluster.Session(1, 2).events_sent, 22u);
+  EXPECT_EQ(cluster.Session(2, 1).events_received, 22u) << "once";
+}
+
 TEST(SessionTest, ConnectionCutsLoseAndDuplicateNothing) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     SCOPED_TRACE(seed);
@@ -111,6 +147,9 @@ TEST(SessionTest, ConnectionCutsLoseAndDuplicateNothing) {
     rt.Register(std::make_unique<testutil::SequenceSender>(receiver2, kCount, 50), 1);
     rt.Register(std::make_unique<testutil::SequenceSender>(receiver3, kCount, 50), 1);
     rt.Register(std::make_unique<testutil::SequenceSender>(receiver2, kCount, 50), 3);
+    // And large events, cut into chunks: a cut catches some half sent.
+    constexpr uint64_t kLarge = 40;
+    rt.Register(std::make_unique<testutil::SequenceSender>(receiver2, kLarge, 1, 150 << 10), 1);
     for (int cut = 1; cut <= 12; ++cut) {
       const uint64_t target = cut * 3 * kCount / 14;
       ASSERT_TRUE(
@@ -118,12 +157,12 @@ TEST(SessionTest, ConnectionCutsLoseAndDuplicateNothing) {
           << log.Summary();
       cluster.CutAll();
     }
-    ASSERT_TRUE(
-        rt.DispatchUntil([&] { return log.total() >= 3 * kCount; }, Within(absl::Seconds(60))))
+    ASSERT_TRUE(rt.DispatchUntil([&] { return log.total() >= 3 * kCount + kLarge; },
+                                 Within(absl::Seconds(60))))
         << log.Summary();
     rt.AdvanceTime(absl::Milliseconds(500));
-    EXPECT_EQ(log.total(), 3 * kCount) << log.Summary();
-    EXPECT_EQ(log.in_order(), 3 * kCount) << log.Summary();
+    EXPECT_EQ(log.total(), 3 * kCount + kLarge) << log.Summary();
+    EXPECT_EQ(log.in_order(), 3 * kCount + kLarge) << log.Summary();
     EXPECT_EQ(log.gaps(), 0u);
     EXPECT_EQ(log.duplicates_or_reordered(), 0u);
     EXPECT_EQ(cluster.Session(1, 2).sessions, 1u) << "cuts do not end the session";
@@ -146,13 +185,15 @@ TEST(SessionTest, CorruptBytesCloseTheConnectionAndTheSessionRecovers) {
   const ActorId receiver = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 2);
   ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
   rt.Register(std::make_unique<testutil::SequenceSender>(receiver, 1000, 20), 1);
+  // Large events too: the corrupted write may be a chunk's.
+  rt.Register(std::make_unique<testutil::SequenceSender>(receiver, 30, 1, 100 << 10), 1);
   ASSERT_TRUE(rt.DispatchUntil([&] { return log.total() >= 200; }, Within(absl::Seconds(5))));
   for (const ConnectionId id : cluster.network.ConnectionIds()) {
     cluster.network.CorruptNextWrite(id);
   }
-  ASSERT_TRUE(rt.DispatchUntil([&] { return log.total() >= 1000; }, Within(absl::Seconds(30))))
+  ASSERT_TRUE(rt.DispatchUntil([&] { return log.total() >= 1030; }, Within(absl::Seconds(30))))
       << log.Summary();
-  EXPECT_EQ(log.in_order(), 1000u) << log.Summary();
+  EXPECT_EQ(log.in_order(), 1030u) << log.Summary();
   EXPECT_GE(cluster.Session(1, 2).protocol_errors + cluster.Session(2, 1).protocol_errors, 1u);
   EXPECT_TRUE(logs.Contains("checksum")) << "the reason is logged";
   EXPECT_EQ(cluster.Session(1, 2).sessions, 1u);
@@ -175,6 +216,8 @@ TEST(SessionTest, BackpressureBoundsUnacknowledgedBytes) {
   }
   constexpr uint64_t kCount = 400;  // 400 × 4 KiB = 1.6 MiB, 25 times the limit
   rt.Register(std::make_unique<testutil::SequenceSender>(receiver, kCount, 40, 4096), 1);
+  constexpr uint64_t kLarge = 10;  // and 10 × 100 KiB in chunks
+  rt.Register(std::make_unique<testutil::SequenceSender>(receiver, kLarge, 1, 100 << 10), 1);
   ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Session(1, 2).backpressure_stalls > 0; },
                                Within(absl::Seconds(1))));
   rt.AdvanceTime(absl::Seconds(1));
@@ -185,9 +228,10 @@ TEST(SessionTest, BackpressureBoundsUnacknowledgedBytes) {
   for (const ConnectionId id : cluster.network.ConnectionIds()) {
     cluster.network.Resume(id);
   }
-  ASSERT_TRUE(rt.DispatchUntil([&] { return log.total() >= kCount; }, Within(absl::Seconds(10))))
+  ASSERT_TRUE(
+      rt.DispatchUntil([&] { return log.total() >= kCount + kLarge; }, Within(absl::Seconds(10))))
       << log.Summary();
-  EXPECT_EQ(log.in_order(), kCount);
+  EXPECT_EQ(log.in_order(), kCount + kLarge);
   EXPECT_EQ(cluster.Session(1, 2).queued_events, 0u);
 }
 

@@ -7,9 +7,11 @@
 #include <xxhash.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -236,12 +238,13 @@ TEST(WireTest, RefusesRecordsThatDoNotFitTheirFrame) {
   ExpectDataLoss(forge(1, record + "junk"), "4 bytes left over");
   ExpectDataLoss(forge(0, record), "left over");
   ExpectDataLoss(forge(1, record.substr(0, record.size() - 1)), "past the end of its frame");
-  ExpectDataLoss(forge(2, record + record.substr(0, kEventRecordHeaderSize)),
-                 "record 2 of 2 has a body");
+  ExpectDataLoss(forge(2, record + record.substr(0, 20)), "record 2 ");
+  // The body's length is the varint before it (one byte: the body is under 128 bytes).
+  const size_t body = MakeEvent(3, std::string(100, 'b'))->bytes().size();
+  ASSERT_LT(body, 127u);
   std::string huge_body = record;
-  huge_body[72] = static_cast<char>(0xff);
-  huge_body[75] = static_cast<char>(0x7f);
-  ExpectDataLoss(forge(1, huge_body), "past the end of its frame");
+  huge_body[record.size() - body - 1] = static_cast<char>(0x7f);
+  ExpectDataLoss(forge(1, huge_body), "has a body of 127 bytes, past the end of its frame");
   // Nothing from a malformed frame is delivered, not even the records before the fault.
   FrameDecoder decoder;
   decoder.Append(forge(2, record + record.substr(0, 10)));
@@ -251,6 +254,166 @@ TEST(WireTest, RefusesRecordsThatDoNotFitTheirFrame) {
   int delivered = 0;
   EXPECT_FALSE(DecodeEvents(frame, [&](EventHandlePtr) { ++delivered; }).ok());
   EXPECT_EQ(delivered, 0);
+}
+
+// Every field has one encoding: anything else is refused, so decoded records re-encode to the same
+// bytes (the fuzz targets rely on it).
+TEST(WireTest, RefusesRecordsInAnyButTheOneEncoding) {
+  using namespace std::string_view_literals;  // NOLINT(google-build-using-namespace): "\0"sv
+  // A frame of one record, concatenated from `parts`.
+  auto frame = [](std::initializer_list<std::string_view> parts) {
+    std::string payload;
+    for (std::string_view part : parts) {
+      payload.append(part);
+    }
+    std::string out;
+    AppendRawFrame(FrameKind::kData, 1, 1, 0, payload, &out);
+    return out;
+  };
+  const std::string_view type = "\x01\x02\x03\x04"sv;
+  const std::string_view recipient = "\x01\x01\x02"sv;
+  ASSERT_TRUE(FirstError(frame({"\0"sv, type, recipient, "\x02"sv, "ab"sv})).ok());
+  ExpectDataLoss(frame({"\x03"sv, type, recipient, "\0"sv}), "unknown kind byte 0x03");
+  ExpectDataLoss(frame({"\x80"sv, type, "\0"sv}), "repeats the ids of a record before the first");
+  ExpectDataLoss(frame({"\x08"sv, type, "\0"sv, recipient, "\0"sv}),
+                 "marks a field present that is zero");
+  ExpectDataLoss(frame({"\x20"sv, type, recipient, "\0\0\0"sv, "\0"sv}),
+                 "marks an id present that is empty");
+  ExpectDataLoss(frame({"\0"sv, type, "\x81\0"sv, "\x01\x02\0"sv}), "redundant zero byte");
+  ExpectDataLoss(frame({"\0"sv, type, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"sv}),
+                 "varint over 64 bits");
+  ExpectDataLoss(frame({"\x06\x01"sv, "x"sv}), "next chunk with envelope fields");
+  ExpectDataLoss(frame({"\x02\0"sv}), "empty or holds the whole event");
+  ExpectDataLoss(frame({"\x01"sv, type, recipient, "\x02\x02"sv, "ab"sv}),
+                 "empty or holds the whole event");
+}
+
+// Encodes a 3000-byte event as chunks of 1000 in three frames (sequences 1-3).
+std::vector<std::string> ChunkedFrames(const EventHandle& ev) {
+  std::vector<std::string> frames(3);
+  FrameEncoder encoder;
+  encoder.AddFirstChunk(ev, 1000);
+  encoder.Finish(1, 0, &frames[0]);
+  for (size_t i = 1; i < 3; ++i) {
+    encoder.AddNextChunk(ev.bytes().substr(i * 1000, 1000));
+    encoder.Finish(i + 1, 0, &frames[i]);
+  }
+  return frames;
+}
+
+// Decodes one frame's bytes with `records`; returns its status and appends what it delivered.
+absl::Status DecodeOne(RecordDecoder& records, const std::string& bytes,
+                       std::vector<EventHandlePtr>* out) {
+  FrameDecoder decoder;
+  decoder.Append(bytes);
+  Frame frame;
+  absl::StatusOr<bool> got = decoder.Next(&frame);
+  EXPECT_TRUE(got.ok() && *got);
+  return records.Decode(frame, [out](EventHandlePtr ev) { out->push_back(std::move(ev)); });
+}
+
+TEST(WireTest, ReassemblesChunkedEventsAndRefusesChunksOutOfTurn) {
+  EventHandlePtr big = MakeEvent(4, std::string(2995, 'c'));
+  ASSERT_EQ(big->bytes().size(), 3000u) << "the test cuts the body in three";
+  const std::vector<std::string> frames = ChunkedFrames(*big);
+  RecordDecoder records(/*max_event_size=*/3000);
+  std::vector<EventHandlePtr> got;
+  for (const std::string& bytes : frames) {
+    ASSERT_TRUE(DecodeOne(records, bytes, &got).ok());
+  }
+  ASSERT_EQ(got.size(), 1u) << "whole, once";
+  EXPECT_EQ(got[0]->bytes(), big->bytes());
+  EXPECT_EQ(got[0]->cookie(), big->cookie());
+  EXPECT_EQ(got[0]->sender(), big->sender());
+  EXPECT_EQ(got[0]->forward_to(), big->forward_to());
+  EXPECT_FALSE(records.assembling());
+  // A sender's own decode (reporting undelivered events) skips the chunks.
+  FrameDecoder decoder;
+  decoder.Append(frames[0]);
+  Frame frame;
+  ASSERT_TRUE(*decoder.Next(&frame));
+  int whole = 0;
+  ASSERT_TRUE(DecodeEvents(frame, [&](EventHandlePtr) { ++whole; }).ok());
+  EXPECT_EQ(whole, 0);
+
+  auto refused = [&](RecordDecoder& decoder_under_test, const std::string& bytes,
+                     std::string_view why) {
+    std::vector<EventHandlePtr> none;
+    const absl::Status status = DecodeOne(decoder_under_test, bytes, &none);
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_NE(std::string(status.message()).find(why), std::string::npos) << status;
+    EXPECT_TRUE(none.empty());
+  };
+  RecordDecoder fresh(3000);
+  refused(fresh, frames[1], "never started");
+  RecordDecoder small(2999);
+  refused(small, frames[0], "over the limit of 2999");
+  RecordDecoder twice(3000);
+  ASSERT_TRUE(DecodeOne(twice, frames[0], &got).ok());
+  EXPECT_TRUE(twice.assembling());
+  refused(twice, frames[0], "while another is incomplete");
+  std::string overrun;
+  FrameEncoder encoder;
+  encoder.AddNextChunk(std::string(2001, 'c'));
+  encoder.Finish(2, 0, &overrun);
+  refused(twice, overrun, "overruns its chunked event by 1 bytes");
+  // The refusals changed nothing: the rest still completes the event.
+  ASSERT_TRUE(DecodeOne(twice, frames[1], &got).ok());
+  ASSERT_TRUE(DecodeOne(twice, frames[2], &got).ok());
+  EXPECT_EQ(got.size(), 2u);
+  twice.Reset();
+  refused(twice, frames[1], "never started");
+}
+
+// The per-event cost the wire format was cut down for: a 64-byte body, to a different actor each
+// time, and a stream between the same two actors (which leaves the ids out after the first).
+TEST(WireTest, ASmallEventCostsFewBytesOfHeaders) {
+  for (const bool same_actors : {false, true}) {
+    FrameEncoder encoder;
+    constexpr int kEvents = 1000;
+    for (int i = 0; i < kEvents; ++i) {
+      const uint64_t recipient = same_actors ? 100'000 : 100'000 + i;
+      EventHandle ev(kEvWire, ActorId(2, 1, recipient, 70'000), ActorId(1, 1, 200'000, 1234),
+                     std::string(64, 'p'), kNoFlags, /*cookie=*/i);
+      ASSERT_TRUE(encoder.Add(ev).ok());
+    }
+    std::string out;
+    encoder.Finish(1, 0, &out);
+    EXPECT_LE(out.size(), size_t{kEvents} * (64 + (same_actors ? 10 : 30))) << same_actors;
+    // And they decode to what was encoded.
+    FrameDecoder decoder;
+    decoder.Append(out);
+    Frame frame;
+    ASSERT_TRUE(*decoder.Next(&frame));
+    int i = 0;
+    ASSERT_TRUE(DecodeEvents(frame, [&](EventHandlePtr ev) {
+                  EXPECT_EQ(ev->recipient().local_id(), same_actors ? 100'000u : 100'000u + i);
+                  EXPECT_EQ(ev->sender(), ActorId(1, 1, 200'000, 1234));
+                  EXPECT_EQ(ev->cookie(), static_cast<uint64_t>(i));
+                  ++i;
+                }).ok());
+    EXPECT_EQ(i, kEvents);
+  }
+}
+
+TEST(WireTest, RefusesIdsRepeatedWithoutTheirBit) {
+  using namespace std::string_view_literals;  // NOLINT(google-build-using-namespace): "\0"sv
+  const std::string_view record = "\0\x01\x02\x03\x04\x01\x01\x02\x01x"sv;  // no sender
+  std::string payload(record);
+  payload.append(record);
+  std::string out;
+  AppendRawFrame(FrameKind::kData, 2, 1, 0, payload, &out);
+  ExpectDataLoss(out, "record 2 repeats the previous record's ids without saying so");
+  // The one encoding of the same two events.
+  std::string good;
+  FrameEncoder encoder;
+  const EventHandle ev(0x04030201, ActorId::FromRaw(1, 1, 2), ActorId(), std::string("x"), kNoFlags,
+                       0);
+  ASSERT_TRUE(encoder.Add(ev).ok());
+  ASSERT_TRUE(encoder.Add(ev).ok());
+  encoder.Finish(1, 0, &good);
+  EXPECT_EQ(good.substr(kFrameHeaderSize), std::string(record) + "\x80\x01\x02\x03\x04\x01x");
+  EXPECT_TRUE(FirstError(good).ok());
 }
 
 TEST(WireTest, RefusesAControlFrameWithAPayload) {
