@@ -35,6 +35,10 @@
 #include <span>
 #include <string_view>
 
+namespace troupe::interconnect {
+struct Frame;
+}  // namespace troupe::interconnect
+
 namespace troupe::fuzz {
 
 // Option bits of fuzz_frame_decoder and fuzz_handshake.
@@ -51,17 +55,24 @@ inline constexpr std::array<std::string_view, 3> kClusterIds = {"", "shop", "loc
 
 // The frame decoder (FrameDecoder) fed a byte stream in any split, its frames checked against the
 // split-free decode and, in structured mode, against what was encoded; then the frames go through
-// InboundStream, DecodeEvents and OutboundStream::Acknowledge as a session's would.
+// InboundStream, ParseRecords, RecordDecoder and OutboundStream::Acknowledge as a session's would.
 void FuzzFrameDecoder(std::string_view data);
 
 // HandshakeReader fed bytes in any split, then CheckHandshake on what it read.
 void FuzzHandshake(std::string_view data);
 
-// DecodeEvents on one frame's payload, then the lazy protobuf parse of every event's body.
+// ParseRecords, DecodeEvents and a RecordDecoder on one frame's payload, then the lazy protobuf
+// parse of every event's body.
 void FuzzEventRecords(std::string_view data);
 
 // ParseConfig (with ValidateConfig), then round trips of what it accepts.
 void FuzzConfig(std::string_view data);
+
+// The check both record-reading targets make: ParseRecords on `frame` is all or nothing (a
+// malformed frame shows no record and fails with kDataLoss) and a valid frame's event_count
+// records encode back to its payload byte for byte. Returns whether the frame was valid; sets
+// `*whole` (when given) to the number of its whole-event records.
+bool CheckRecordsRoundTrip(const interconnect::Frame& frame, uint32_t* whole = nullptr);
 
 struct Target {
   // The executable's name, also its folder under fuzz/corpus/ and fuzz/regressions/.

@@ -17,7 +17,9 @@
 //   | the transport authenticates peers (TLS)           | certificate names                      |
 // The accepting side answers a refused handshake with a refusal (MakeRefusal: a handshake whose
 // `refusal` says why) before it closes, so the dialler learns the reason; each side also announces
-// the largest frame payload it accepts (`max_frame_payload`), which the other never exceeds.
+// the largest frame payload it accepts (`max_frame_payload`), which the other never exceeds, and
+// the largest event (`max_event_size`), which the other refuses at its sender with
+// Undelivered{kTooLarge}.
 // Garbage instead of a handshake (bad magic, a length over the limit, bytes that do not parse) is
 // kDataLoss. A peer whose incarnation differs from the one of our current session with it has
 // restarted: the old session ends (its unacknowledged events are reported) and a new one starts.
