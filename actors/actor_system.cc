@@ -48,6 +48,14 @@ void ReportUndelivered(ActorSystem& system, EventHandlePtr ev, UndeliveredReason
 
 MetricsRegistry& MetricsOf(ActorSystem& system) { return system.metrics(); }
 
+absl::Status AttachIoPoller(ActorSystem& system, std::string_view pool, IoPoller* poller) {
+  return internal::RuntimeOf(system)->AttachIoPoller(pool, poller);
+}
+
+void DetachIoPoller(ActorSystem& system, IoPoller* poller) {
+  internal::RuntimeOf(system)->DetachIoPoller(poller);
+}
+
 absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Build(
     const proto::ActorSystemConfig& config, internal::Driver* driver, uint64_t first_local_id) {
   if (absl::Status status = ValidateConfig(config); !status.ok()) {

@@ -17,6 +17,9 @@
 //   |                      | and count                                                         |
 //   | MetricsOf            | the node's metrics registry (actors/metrics.h): publish an         |
 //   |                      | extension's counters, or walk every counter of the node            |
+//   | IoPoller             | an I/O loop run by a pool's idle workers instead of a thread of   |
+//   | AttachIoPoller       | its own (the TCP transport's): bytes that arrive wake the worker  |
+//   | DetachIoPoller       | that will run their actors, with no hand-off between threads      |
 // A node run by a driver (the deterministic test runtime) asks its driver for rule 1 instead of
 // the router.
 //
@@ -37,7 +40,11 @@
 //   troupe::SetRemoteRouter(*system, std::make_shared<Refuser>(system.get()));
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <string_view>
+
+#include "absl/status/status.h"
 
 #include "actors/event.h"
 #include "actors/events.h"
@@ -79,5 +86,40 @@ void ReportUndelivered(ActorSystem& system, EventHandlePtr ev, UndeliveredReason
 
 // Returns `system`'s metrics registry (lives as long as the system).
 MetricsRegistry& MetricsOf(ActorSystem& system);
+
+// An I/O event loop (an Asio io_context, an epoll set) that the workers of one pool run instead
+// of a thread of its own. A worker of the pool that runs out of mailboxes polls it while it spins
+// and then parks in Wait instead of on the pool's semaphore; a busy worker polls it every few
+// activations, so I/O is never left waiting for an idle moment. One worker at a time is inside
+// Poll or Wait, and each entry happens after the previous one ended, so the loop's state needs no
+// lock of its own (as with a single I/O thread). Handlers that send events to actors of the same
+// pool queue them on the polling worker, which runs them next.
+//
+// Thread-safety: Poll and Wait are called by one thread at a time; Interrupt by any thread.
+class IoPoller {
+ public:
+  IoPoller() = default;
+  virtual ~IoPoller() = default;
+  IoPoller(const IoPoller&) = delete;
+  IoPoller& operator=(const IoPoller&) = delete;
+  IoPoller(IoPoller&&) = delete;
+  IoPoller& operator=(IoPoller&&) = delete;
+
+  // Runs the handlers that are ready now without blocking; returns how many ran.
+  virtual size_t Poll() = 0;
+  // Blocks until a handler ran (I/O became ready, a handler was posted, Interrupt was called),
+  // then runs every other handler that is ready.
+  virtual void Wait() = 0;
+  // Makes the Wait in progress return, or the next one if none is: an Interrupt is never lost.
+  virtual void Interrupt() = 0;
+};
+
+// Has the workers of `pool` run `poller` (see IoPoller) until DetachIoPoller. kNotFound for an
+// unknown pool; kAlreadyExists when the pool runs another poller; kFailedPrecondition for a node
+// run by a driver (the deterministic test runtime starts no workers).
+absl::Status AttachIoPoller(ActorSystem& system, std::string_view pool, IoPoller* poller);
+// Stops `system`'s workers from running `poller`; returns once none is inside it. Call it before
+// the ActorSystem goes away (a stopped system's workers run it no more).
+void DetachIoPoller(ActorSystem& system, IoPoller* poller);
 
 }  // namespace troupe

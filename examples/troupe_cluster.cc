@@ -11,6 +11,7 @@
 // 0) on SIGTERM, fails the run; the tail of its log is printed.
 //
 //   troupe_cluster --nodes=3 --seconds=5
+//   troupe_cluster --nodes=2 --pairs=1 --window=1 --low_latency   # the round trip, busy-polled
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -48,6 +49,9 @@ ABSL_FLAG(int, seconds, 5, "how long each pair sends");
 ABSL_FLAG(int, payload, 64, "payload bytes per data event");
 ABSL_FLAG(int, window, 256, "data events in flight per pair, at most");
 ABSL_FLAG(int, pairs, 0, "sender→receiver pairs; 0 means one per node");
+ABSL_FLAG(bool, low_latency, false,
+          "the low-latency setting: no IC pool (proxies and socket I/O share the actors' User "
+          "worker) and idle workers spin 1 ms before they park (a core each while traffic flows)");
 ABSL_FLAG(std::string, workdir, "",
           "where the config and the logs go; empty makes a new directory under /tmp");
 ABSL_FLAG(std::string, node_binary, "", "troupe_node to run; empty: the one next to this binary");
@@ -113,9 +117,12 @@ std::string ClusterConfig(const std::vector<uint16_t>& ports) {
       "# node_id with --node_id. Small pools: the whole cluster shares the machine.\n"
       "node_id: 1\n"
       "default_pool: \"User\"\n"
-      "pools { name: \"System\" threads: 1 spin_time_us: 20 }\n"
-      "pools { name: \"User\" threads: 1 spin_time_us: 20 }\n"
-      "pools { name: \"IC\" threads: 1 spin_time_us: 20 }\n"
+      "pools { name: \"System\" threads: 1 spin_time_us: 20 }\n",
+      absl::GetFlag(FLAGS_low_latency)
+          ? "# Low latency: proxies and socket I/O run on the User worker, which busy-polls.\n"
+            "pools { name: \"User\" threads: 1 spin_time_us: 1000 }\n"
+          : "pools { name: \"User\" threads: 1 spin_time_us: 20 }\n"
+            "pools { name: \"IC\" threads: 1 spin_time_us: 20 }\n",
       "scheduler { resolution_us: 1000 }\n"
       "log { level: \"info\" }\n"
       "interconnect {\n"

@@ -180,7 +180,11 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
     }
     ic->transport_ = std::move(*tls);
   } else {
-    ic->transport_ = MakeTcpTransport(system);
+    TcpTransportOptions tcp;
+    if (!config.io_thread()) {
+      tcp.io_pool = pool_name.empty() ? system->config().default_pool() : pool_name;
+    }
+    ic->transport_ = MakeTcpTransport(system, std::move(tcp));
   }
 
   StreamLimits limits;

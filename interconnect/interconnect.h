@@ -5,7 +5,9 @@
 // `Interconnect::Start(system)` asks the nameservice (by default the node table of
 // `system->config().interconnect()`, see nameservice.h) where this node listens, listens there,
 // registers one proxy actor per peer node in the IC pool (reachable as `ProxyServiceId(peer)`)
-// and installs itself as the node's remote router. A node that joins the nameservice later gets
+// and installs itself as the node's remote router. The TCP transport's socket I/O runs on that
+// pool's workers (actors/node_hooks.h, IoPoller), unless `interconnect.io_thread` gives it a
+// thread of its own. A node that joins the nameservice later gets
 // its proxy when the nameservice announces it, when an event is routed to it, or when it dials in.
 // From then on a send to an ActorId (or a ServiceId) of another node goes to that node's proxy:
 //   - the event is serialized on the sender's thread; a local event is refused with

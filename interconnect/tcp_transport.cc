@@ -140,6 +140,9 @@ class TcpTransport final : public Transport {
   const TcpTransportOptions options_;
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_;
+  // Runs io_ on the workers of options_.io_pool when `polled_`; otherwise thread_ runs it.
+  AsioPoller poller_{io_};
+  bool polled_ = false;
   // Held for the whole of Shutdown, so a second caller returns only once the first is done.
   troupe::Mutex shutdown_mu_;
   mutable troupe::Mutex mu_;
@@ -151,8 +154,18 @@ class TcpTransport final : public Transport {
 };
 
 TcpTransport::TcpTransport(ActorSystem* system, TcpTransportOptions options)
-    : system_(system), options_(options), work_(asio::make_work_guard(io_)) {
+    : system_(system), options_(std::move(options)), work_(asio::make_work_guard(io_)) {
   TROUPE_CHECK(system_ != nullptr) << "MakeTcpTransport needs an ActorSystem";
+  if (!options_.io_pool.empty()) {
+    const absl::Status attached = AttachIoPoller(*system_, options_.io_pool, &poller_);
+    if (attached.ok()) {
+      polled_ = true;
+      return;
+    }
+    TROUPE_LOG(kWarn, kInterconnect)
+        << "TCP transport: pool \"" << options_.io_pool
+        << "\" cannot run its I/O, so it gets a thread of its own: " << attached;
+  }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "troupe:tcp");
     io_.run();
@@ -285,7 +298,19 @@ void TcpTransport::Shutdown() {
   }
   asio::post(io_, [this] { CloseAll(); });
   work_.reset();
-  thread_.join();
+  if (polled_) {
+    // Once no worker is inside the loop, this thread runs what is left (CloseAll, the aborted
+    // operations' handlers) until the loop has no work.
+    DetachIoPoller(*system_, &poller_);
+    try {
+      io_.run();
+    } catch (const std::system_error& error) {  // epoll failed: nothing left to close cleanly
+      TROUPE_LOG(kError, kInterconnect)
+          << "TCP transport: its I/O loop failed at shutdown: " << error.what();
+    }
+  } else {
+    thread_.join();
+  }
 }
 
 // -- any thread -------------------------------------------------------------------------------
@@ -510,7 +535,7 @@ void TcpTransport::CloseAll() {
 }  // namespace
 
 std::unique_ptr<Transport> MakeTcpTransport(ActorSystem* system, TcpTransportOptions options) {
-  return std::make_unique<TcpTransport>(system, options);
+  return std::make_unique<TcpTransport>(system, std::move(options));
 }
 
 absl::StatusOr<std::vector<uint16_t>> FreeLoopbackPorts(size_t count) {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The TCP implementation of Transport (transport.h): every connection is a TCP socket, driven by
-// one Asio I/O thread ("troupe:tcp") that the transport owns.
+// one Asio io_context: run by the workers of `io_pool` (see TcpTransportOptions), or else by an
+// I/O thread ("troupe:tcp") that the transport owns. Either way one thread at a time runs it
+// ("the I/O thread" below).
 //
 // Events follow the contract of transport.h: EvConnectionUp (to the Connect caller's owner, or to
 // the listener's acceptor with `incoming`), EvBytesReceived (in order, at most
@@ -39,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -53,9 +56,15 @@ struct TcpTransportOptions {
   size_t read_buffer_size = size_t{256} * 1024;
   // SO_SNDBUF and SO_RCVBUF of every socket; 0 keeps the OS default (and its autotuning).
   int socket_buffer_bytes = 0;
+  // The pool of the system whose workers run the I/O (AttachIoPoller, actors/node_hooks.h): bytes
+  // that arrive wake a worker that runs the receiving actors next, with no hop through another
+  // thread. Empty, or a pool that cannot poll (a node run by the deterministic test runtime): the
+  // transport runs its own I/O thread.
+  std::string io_pool = {};
 };
 
-// Returns a transport whose connections are TCP sockets, and starts its I/O thread. Its events go
+// Returns a transport whose connections are TCP sockets, run by `options.io_pool`'s workers or by
+// an I/O thread of its own (a warning says why when the pool was named and cannot). Its events go
 // to `system`, which must outlive Shutdown() (or the transport's destruction).
 std::unique_ptr<Transport> MakeTcpTransport(ActorSystem* system, TcpTransportOptions options = {});
 

@@ -9,20 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "actors/internal/cpu_relax.h"
 #include "actors/internal/runtime.h"
 
 namespace troupe::internal {
 namespace {
 
 thread_local WorkerContext* tls_worker = nullptr;
-
-// Adds to a counter only the owning worker writes; relaxed load+store (no read-modify-write), the
-// atomic only makes concurrent reads by the metrics well-defined.
-template <typename T>
-inline void AddOwned(std::atomic<T>& counter, T n) {
-  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
 
 // xorshift64: plenty for picking places, victims and budgets; `state` must not be zero.
 inline uint64_t NextRandom(uint64_t& state) {
@@ -47,12 +39,6 @@ int64_t ThreadCpuNanos(clockid_t clock) {
 uint64_t NanosSince(std::chrono::steady_clock::time_point start) {
   const std::chrono::nanoseconds elapsed = std::chrono::steady_clock::now() - start;
   return static_cast<uint64_t>(elapsed.count());
-}
-
-inline int64_t SteadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 // Min-heap order for fair mode: less run time first, then earlier arrival.
@@ -102,6 +88,7 @@ void ExecutorPool::Stop() {
   }
   stopping_.store(true, std::memory_order_seq_cst);
   wake_.release(static_cast<std::ptrdiff_t>(threads_.size()));
+  InterruptPoller();
   for (auto& thread : threads_) {
     thread.join();
   }
@@ -117,7 +104,8 @@ void ExecutorPool::Schedule(Mailbox* mailbox) {
     return;
   }
   WorkerContext* context = tls_worker;
-  if (context != nullptr && context->pool == this && context->current != nullptr &&
+  if (context != nullptr && context->pool == this &&
+      (context->current != nullptr || context->polling) &&
       !stopping_.load(std::memory_order_relaxed)) {
     Mailbox* displaced = context->run_next;
     context->run_next = mailbox;
@@ -314,6 +302,11 @@ void ExecutorPool::WakeOne() {
   // Each successful decrement owes exactly one semaphore token to a parked (or parking) worker.
   if (sleepers_.load(std::memory_order_seq_cst) > 0 && TryCancelSleep()) {
     wake_.release();
+    return;
+  }
+  // No sleeper on the semaphore: a worker may be waiting in the poller.
+  if (poller_waiting_.load(std::memory_order_seq_cst)) {
+    InterruptPoller();
   }
 }
 
@@ -375,32 +368,44 @@ void ExecutorPool::Idle(WorkerContext* context) {
       found = true;
       break;
     }
-    for (int i = 0; i < 16; ++i) {
-      CpuRelax();
+    if (poller_.load(std::memory_order_relaxed) != nullptr && PollIo(context)) {
+      found = true;
+      break;
     }
+    // Yield rather than pause: on a machine with fewer cores than busy threads (two vCPUs,
+    // several pools, two nodes), a spinning worker must not hold a core that a thread with work
+    // is waiting for (measured: a remote round trip through the IC pools took 270 µs with pause
+    // and 45 µs with yield, bench/README.md). With a core to spare, yield returns at once.
+    std::this_thread::yield();
     now = SteadyNanos();
   }
   if (!found) {
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if ((HasWork(context) || stopping_.load(std::memory_order_seq_cst)) && TryCancelSleep()) {
-      // Work arrived while we registered: run it instead of parking.
-    } else {
-      // Either nothing is there, or a producer already took our sleeper slot and owes us a
-      // token: consume it.
-      AddOwned<uint64_t>(context->parks, 1);
-      const int64_t park_start = SteadyNanos();
-      context->parked_since_ns.store(park_start, std::memory_order_relaxed);
-      wake_.acquire();
-      now = SteadyNanos();
-      // The open period is closed before the total grows: a reader in between undercounts for a
-      // moment rather than counting the period twice.
-      context->parked_since_ns.store(0, std::memory_order_relaxed);
-      AddOwned<int64_t>(context->parked_ns, now - park_start);
+    // A pool with an I/O poller parks one worker in it (when none is there yet) rather than on
+    // the semaphore.
+    if (!ParkInPoller(context)) {
+      SemaphorePark(context);
     }
     now = SteadyNanos();
   }
   context->idle_since_ns.store(0, std::memory_order_relaxed);
   AddOwned<int64_t>(context->idle_ns, now - idle_start);
+}
+
+void ExecutorPool::SemaphorePark(WorkerContext* context) {
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  if ((HasWork(context) || stopping_.load(std::memory_order_seq_cst)) && TryCancelSleep()) {
+    return;  // work arrived while we registered: run it instead of parking
+  }
+  // Either nothing is there, or a producer already took our sleeper slot and owes us a token:
+  // consume it.
+  AddOwned<uint64_t>(context->parks, 1);
+  const int64_t park_start = SteadyNanos();
+  context->parked_since_ns.store(park_start, std::memory_order_relaxed);
+  wake_.acquire();
+  // The open period is closed before the total grows: a reader in between undercounts for a
+  // moment rather than counting the period twice.
+  context->parked_since_ns.store(0, std::memory_order_relaxed);
+  AddOwned<int64_t>(context->parked_ns, SteadyNanos() - park_start);
 }
 
 void ExecutorPool::WorkerLoop(WorkerContext* context) {
@@ -419,6 +424,10 @@ void ExecutorPool::WorkerLoop(WorkerContext* context) {
     }
     if (Mailbox* mailbox = Next(context); mailbox != nullptr) {
       Run(context, mailbox);
+      if (++context->since_poll >= kPollInterval &&
+          poller_.load(std::memory_order_relaxed) != nullptr) {
+        PollIo(context);
+      }
       continue;
     }
     Idle(context);
@@ -499,6 +508,10 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   }
   AddOwned<uint64_t>(context->events, handled);
   context->current = nullptr;
+  WakeForLocal(context);
+}
+
+void ExecutorPool::WakeForLocal(WorkerContext* context) {
   if (context->pushed_local) {
     context->pushed_local = false;
     // Pairs with the seq_cst sleeper registration in Idle: either we see the sleeper or it sees

@@ -38,6 +38,15 @@
 // its local queue and then blocks is covered by the runtime's watchdog, which wakes a parked
 // worker (Kick) to steal that work.
 //
+// I/O polling (IoPoller, actors/node_hooks.h): a pool may run one I/O loop. An idle worker polls
+// it on every turn of its spin and then parks in the loop's Wait (if no other worker is inside
+// it) rather than on the semaphore; a busy worker polls it every kPollInterval activations. A
+// producer wakes a semaphore sleeper first and otherwise interrupts a worker waiting in the loop;
+// the worker publishes its wait (seq_cst) before re-checking for work, as a sleeper does. Handlers
+// run by a polling worker schedule the pool's mailboxes on that worker, as an activation does.
+// One worker at a time holds the loop (poller_busy_, acquire/release): the loop's own state needs
+// no lock. Detach clears the pointer, then waits for the holder and for producers in Interrupt.
+//
 // Handler trace: around each handler the worker records the actor, its type and the event in its
 // HandlerTrace (a seqlock: odd sequence = inside a handler); the watchdog reads it to report
 // handlers stuck for longer than the pool's threshold.
@@ -61,18 +70,33 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 
 #include "actors/actor_id.h"
 #include "actors/internal/mailbox.h"
 #include "actors/internal/mailbox_table.h"
 #include "actors/metrics.h"
+#include "actors/node_hooks.h"
 #include "actors/sync.h"
 
 namespace troupe::internal {
 
 class Runtime;
 class ExecutorPool;
+
+// Adds to a counter only the owning worker writes; relaxed load+store (no read-modify-write), the
+// atomic only makes concurrent reads by the metrics well-defined.
+template <typename T>
+inline void AddOwned(std::atomic<T>& counter, T n) {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+inline int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 struct PoolSettings {
   std::string name;
@@ -204,6 +228,10 @@ struct WorkerContext {
   Mailbox* current = nullptr;
   // Set when this activation pushed to the local queue: the activation's end wakes a sleeper.
   bool pushed_local = false;
+  // Inside the pool's IoPoller: mailboxes its handlers activate are scheduled here.
+  bool polling = false;
+  // Activations since this worker last polled the pool's IoPoller.
+  uint32_t since_poll = 0;
   uint32_t streak = 0;
   uint64_t tick = 0;
   // Steal victims and shuffle budgets (xorshift64, never zero).
@@ -238,6 +266,8 @@ class ExecutorPool {
   static constexpr uint32_t kMaxRunNextStreak = 16;
   static constexpr uint32_t kSharedCheckInterval = 61;
   static constexpr uint32_t kShuffleWindow = 64;
+  // A busy worker polls the pool's IoPoller after this many activations.
+  static constexpr uint32_t kPollInterval = 32;
 
   ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settings);
   ~ExecutorPool();
@@ -270,6 +300,13 @@ class ExecutorPool {
   // Wakes a parked worker when `worker` has mailboxes waiting in its local queue (it is inside a
   // long handler and cannot hand them out itself).
   void Kick(uint32_t worker);
+
+  // -- I/O polling (see the file comment) ---------------------------------------------------------
+
+  // kAlreadyExists when the pool runs another poller.
+  absl::Status AttachPoller(IoPoller* poller);
+  // Returns once no worker is inside `poller` (a no-op for a poller the pool does not run).
+  void DetachPoller(IoPoller* poller);
 
  private:
   // Publishes the pool-wide metrics (threads, queue length, stuck reports) and, once the workers
@@ -309,6 +346,20 @@ class ExecutorPool {
   bool TryCancelSleep();
   // Spins, then parks; returns when there may be work (or the pool stops).
   void Idle(WorkerContext* context);
+  // Registers as a sleeper and blocks on the semaphore (unless work came meanwhile).
+  void SemaphorePark(WorkerContext* context);
+  // Takes the poller when it is attached and no other worker holds it; null otherwise.
+  IoPoller* EnterPoller();
+  void ExitPoller() { poller_busy_.store(false, std::memory_order_release); }
+  // Polls without blocking when the poller is free; true when this worker now has work.
+  bool PollIo(WorkerContext* context);
+  // Parks in the poller's Wait; false (nothing done) when another worker holds it.
+  bool ParkInPoller(WorkerContext* context);
+  // Makes a worker waiting in the poller return; any thread.
+  void InterruptPoller();
+  // After handlers ran on `context` (an activation or a poll): wakes a sleeper for what they
+  // pushed to the local queue.
+  void WakeForLocal(WorkerContext* context);
 
   Runtime* const runtime_;
   const uint32_t index_;
@@ -335,6 +386,12 @@ class ExecutorPool {
   std::counting_semaphore<> wake_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> stuck_reports_{0};
+  // The attached IoPoller, whether a worker holds it, whether that worker waits in it, and the
+  // producers inside InterruptPoller (Detach waits for them).
+  std::atomic<IoPoller*> poller_{nullptr};
+  std::atomic<bool> poller_busy_{false};
+  std::atomic<bool> poller_waiting_{false};
+  std::atomic<int32_t> interrupters_{0};
   uint64_t shuffle_state_ ABSL_GUARDED_BY(mu_);
 
   std::vector<std::unique_ptr<WorkerContext>> contexts_;

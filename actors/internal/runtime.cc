@@ -213,6 +213,24 @@ absl::StatusOr<uint32_t> Runtime::PoolIndex(std::string_view name) const {
       absl::StrCat("unknown pool \"", absl::string_view(name.data(), name.size()), "\""));
 }
 
+absl::Status Runtime::AttachIoPoller(std::string_view pool, IoPoller* poller) {
+  if (driver_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "the node is run by a driver and has no workers to poll I/O");
+  }
+  absl::StatusOr<uint32_t> index = PoolIndex(pool);
+  if (!index.ok()) {
+    return index.status();
+  }
+  return pools_[*index]->AttachPoller(poller);
+}
+
+void Runtime::DetachIoPoller(IoPoller* poller) {
+  for (const auto& pool : pools_) {
+    pool->DetachPoller(poller);
+  }
+}
+
 // -- delivery -----------------------------------------------------------------------------------
 
 void Runtime::RouteThroughRouter(EventHandlePtr ev) {

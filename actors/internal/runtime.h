@@ -107,6 +107,9 @@ class Runtime {
   }
   // Rule 1 without a driver: the installed router, else kNoRoute.
   void RouteThroughRouter(EventHandlePtr ev);
+  // See AttachIoPoller and DetachIoPoller in actors/node_hooks.h.
+  absl::Status AttachIoPoller(std::string_view pool, IoPoller* poller);
+  void DetachIoPoller(IoPoller* poller);
 
   // -- actors -----------------------------------------------------------------------------------
 

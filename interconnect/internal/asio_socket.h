@@ -2,7 +2,8 @@
 //
 // Socket set-up shared by the Asio transports (tcp_transport.cc, tls_transport.cc): the listening
 // socket, the endpoints to dial, buffer sizes, and how socket errors and addresses read in
-// statuses and log lines. Plain functions over Asio types; no state.
+// statuses and log lines. Plain functions over Asio types; no state. And AsioPoller, which lets a
+// pool's workers run an io_context (actors/node_hooks.h, IoPoller).
 //
 // Thread-safety: thread-compatible (each call touches only the socket it is given).
 #pragma once
@@ -19,6 +20,9 @@
 #include "absl/strings/string_view.h"
 #include "asio/io_context.hpp"
 #include "asio/ip/tcp.hpp"
+#include "asio/post.hpp"
+
+#include "actors/node_hooks.h"
 
 namespace troupe::interconnect {
 
@@ -45,5 +49,26 @@ void ResolveEndpoints(asio::io_context& io, const std::string& host, uint16_t po
 // Sets SO_RCVBUF and SO_SNDBUF of `socket` to `bytes` when `bytes` > 0 (errors ignored: the OS
 // keeps its default).
 void ApplyBufferSize(asio::ip::tcp::socket& socket, int bytes);
+
+// Runs an io_context for the workers of a pool. The io_context must keep work (a work guard)
+// while attached: run_one on one without work would return at once and the worker would spin.
+class AsioPoller final : public IoPoller {
+ public:
+  explicit AsioPoller(asio::io_context& io) : io_(io) {}
+
+  size_t Poll() override { return io_.poll(); }
+  void Wait() override {
+    if (io_.run_one() > 0) {
+      io_.poll();
+    }
+  }
+  // A posted handler: Wait runs it and returns, now or at its next call.
+  void Interrupt() override {
+    asio::post(io_, [] {});
+  }
+
+ private:
+  asio::io_context& io_;
+};
 
 }  // namespace troupe::interconnect

@@ -178,6 +178,26 @@ TEST(TcpClusterTest, OrderingUnderLoadFromSeveralSenders) {
   }
 }
 
+// The same guarantees when the sockets are served by a thread of the transport's own
+// (interconnect.io_thread) rather than by the IC pool's workers (the default).
+TEST(TcpClusterTest, OrderingUnderLoadWithTheIoOnAThreadOfItsOwn) {
+  TcpCluster cluster(2, [](proto::InterconnectConfig& ic) { ic.set_io_thread(true); });
+  cluster.StartAll();
+  testutil::SequenceLog log;
+  const uint64_t kCount = testutil::Scaled(20000, 2000);
+  const ActorId receiver =
+      cluster.system(2).Register(std::make_unique<testutil::SequenceChecker>(&log));
+  for (int sender = 0; sender < 2; ++sender) {
+    cluster.system(1).Register(
+        std::make_unique<testutil::SequenceSender>(receiver, kCount, 500, 64));
+  }
+  ASSERT_TRUE(testutil::Eventually([&] { return log.total() >= 2 * kCount; }, absl::Seconds(60)))
+      << log.Summary();
+  EXPECT_EQ(log.in_order(), 2 * kCount) << log.Summary();
+  EXPECT_EQ(cluster.Session(2, 1).sessions, 1u);
+  EXPECT_EQ(cluster.Session(2, 1).protocol_errors, 0u);
+}
+
 TEST(TcpClusterTest, CutsAndStallsThroughARelayLoseNothing) {
   TcpCluster cluster(2);
   testutil::FaultProxy relay(cluster.port(2));
