@@ -25,6 +25,7 @@
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
 #include "actors/event.h"
+#include "actors/event_queue.h"
 #include "actors/metrics.h"
 #include "actors/sync.h"
 
@@ -68,11 +69,6 @@ struct PeerChannel {
 
   const NodeId node;
   ActorId proxy;
-  troupe::Mutex mu;
-  // Serialized events waiting for the proxy, in the order they were routed.
-  std::vector<EventHandlePtr> queue ABSL_GUARDED_BY(mu);
-  // An EvKick is on its way to the proxy; the events routed meanwhile ride on it.
-  bool kicked ABSL_GUARDED_BY(mu) = false;
   SessionStats stats;
   // The HeldCharge (stream.h) of every event held for the peer, from Route until it leaves the
   // process: the router adds, the proxy gives back what its stream releases.
@@ -97,14 +93,35 @@ struct PeerChannel {
     }
   }
 
-  // Takes every queued event and clears the kick.
-  std::vector<EventHandlePtr> Take() {
-    troupe::MutexLock lock(&mu);
-    kicked = false;
-    return std::exchange(queue, {});
+  // Router (any thread, no lock): queues a serialized event for the proxy. Returns true when the
+  // caller must send the proxy an EvKick: none is on its way.
+  bool Push(EventHandlePtr ev) {
+    queue_.Push(std::move(ev));
+    // seq_cst, after the push is complete: either a kick that is on its way has not cleared the
+    // flag yet (its Drain starts later and finds this event), or we see it clear and kick.
+    return !kicked_.exchange(true, std::memory_order_seq_cst);
+  }
+  // Proxy, on EvKick (or the router at Close): clears the kick, then hands each queued event to
+  // `fn`, in the order routed. An event whose producer is between its two steps waits for the
+  // kick that producer sends.
+  template <typename Fn>
+  void Drain(Fn&& fn) {
+    troupe::MutexLock lock(&drain_mu_);
+    kicked_.store(false, std::memory_order_seq_cst);
+    while (EventHandlePtr ev = queue_.Pop()) {
+      fn(std::move(ev));
+    }
   }
   // Publishes `stats` as troupe_session_* metrics with the label peer.
   void PublishMetrics(MetricsRegistry& registry);
+
+ private:
+  // Serialized events waiting for the proxy: many routing threads, one drainer at a time (the
+  // proxy, or the router's Close) under drain_mu_, which senders never take.
+  EventQueue queue_;
+  troupe::Mutex drain_mu_;
+  // An EvKick is on its way to the proxy; the events routed meanwhile ride on it.
+  std::atomic<bool> kicked_{false};
 };
 
 class PeerTable {

@@ -88,7 +88,7 @@ class Proxy final : public Actor {
     if (!session_up() && !HasPendingWork()) {
       waiting_since_ = Now();  // the wait for a session starts with its first event
     }
-    for (EventHandlePtr& ev : channel_->Take()) {
+    channel_->Drain([this](EventHandlePtr ev) {
       if (ev->HasFlag(kSubscribeOnSession) && !ev->sender().IsEmpty() &&
           subscribers_.insert(ev->sender()).second && session_up()) {
         Send(ev->sender(), std::make_unique<EvNodeConnected>(settings_.peer));
@@ -97,7 +97,7 @@ class Proxy final : public Actor {
         channel_->Release(HeldCharge(*ev));
         ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kTooLarge);
       }
-    }
+    });
     Flush();
   }
 

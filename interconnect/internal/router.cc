@@ -38,13 +38,7 @@ void Router::Route(EventHandlePtr ev) {
     ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kOverloaded);
     return;
   }
-  bool kick = false;
-  {
-    troupe::MutexLock lock(&channel->mu);
-    channel->queue.push_back(std::move(ev));
-    kick = !std::exchange(channel->kicked, true);
-  }
-  if (kick) {
+  if (channel->Push(std::move(ev))) {
     system_->Send(
         std::make_unique<EventHandle>(channel->proxy, ActorId(), std::make_unique<EvKick>()));
   }
@@ -63,10 +57,10 @@ PeerChannel* Router::ChannelFor(NodeId node) {
 void Router::Close() {
   closed_.store(true, std::memory_order_release);
   for (const std::shared_ptr<PeerChannel>& channel : peers_->Close()) {
-    for (EventHandlePtr& ev : channel->Take()) {
+    channel->Drain([&](EventHandlePtr ev) {
       channel->Release(HeldCharge(*ev));
       ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kShutdown);
-    }
+    });
   }
 }
 

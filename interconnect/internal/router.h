@@ -18,7 +18,7 @@
 // max_unacked_bytes: the transport may hold a second copy of up to max_unacked_bytes of frames
 // the kernel has not taken yet, so everything held for a peer stays under max_queued_bytes.
 //
-// Thread-safety: thread-safe; Route never blocks beyond the channel's short critical section.
+// Thread-safety: thread-safe; Route takes no lock (the channel is a lock-free EventQueue).
 #pragma once
 
 #include <atomic>

@@ -125,8 +125,7 @@ class Busy : public Actor {
 
  private:
   TROUPE_STATE(StateWork) {
-    if (ev->type() == kEvKick && !stop_->load(std::memory_order_acquire) &&
-        absl::Now() < until_) {
+    if (ev->type() == kEvKick && !stop_->load(std::memory_order_acquire) && absl::Now() < until_) {
       Send(SelfId(), std::make_unique<EvKick>());
     }
   }
@@ -170,8 +169,8 @@ void RunPostedHandlers(uint32_t threads, uint32_t spin_us) {
   const absl::StatusOr<uint32_t> pool = system->PoolIndex("Io");
   ASSERT_TRUE(pool.ok());
   std::atomic<uint64_t> received{0};
-  const ActorId counter = system->Register(std::make_unique<Counter>(&received),
-                                           RegisterOptions{.pool = *pool});
+  const ActorId counter =
+      system->Register(std::make_unique<Counter>(&received), RegisterOptions{.pool = *pool});
   FakePoller poller;
   ASSERT_TRUE(AttachIoPoller(*system, "Io", &poller).ok());
 
