@@ -296,12 +296,16 @@ void TcpTransport::Shutdown() {
     }
     shut_down_ = true;
   }
+  if (polled_) {
+    // First no worker is inside the loop (and the loop keeps its work meanwhile, so a worker's
+    // wait never returns at once on a loop that ran out of work)...
+    DetachIoPoller(*system_, &poller_);
+  }
   asio::post(io_, [this] { CloseAll(); });
   work_.reset();
   if (polled_) {
-    // Once no worker is inside the loop, this thread runs what is left (CloseAll, the aborted
-    // operations' handlers) until the loop has no work.
-    DetachIoPoller(*system_, &poller_);
+    // ...then this thread runs what is left (CloseAll, the aborted operations' handlers) until
+    // the loop has no work.
     try {
       io_.run();
     } catch (const std::system_error& error) {  // epoll failed: nothing left to close cleanly
