@@ -114,12 +114,15 @@ class IoPoller {
   virtual void Interrupt() = 0;
 };
 
-// Has the workers of `pool` run `poller` (see IoPoller) until DetachIoPoller. kNotFound for an
-// unknown pool; kAlreadyExists when the pool runs another poller; kFailedPrecondition for a node
-// run by a driver (the deterministic test runtime starts no workers).
+// Has the workers of `pool` run `poller` (see IoPoller) until DetachIoPoller; `poller` must live
+// until then. kNotFound for an unknown pool; kAlreadyExists when the pool runs another poller;
+// kFailedPrecondition for a node run by a driver (the deterministic test runtime starts no
+// workers).
 absl::Status AttachIoPoller(ActorSystem& system, std::string_view pool, IoPoller* poller);
-// Stops `system`'s workers from running `poller`; returns once none is inside it. Call it before
-// the ActorSystem goes away (a stopped system's workers run it no more).
+// Stops `system`'s workers from running `poller`; returns once none is inside it (so never call
+// it from one of the poller's own handlers: it would wait for itself). A no-op for a poller that
+// is not attached. Call it before the ActorSystem goes away (a stopped system's workers run it
+// no more).
 void DetachIoPoller(ActorSystem& system, IoPoller* poller);
 
 }  // namespace troupe

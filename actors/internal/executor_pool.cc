@@ -398,14 +398,7 @@ void ExecutorPool::SemaphorePark(WorkerContext* context) {
   }
   // Either nothing is there, or a producer already took our sleeper slot and owes us a token:
   // consume it.
-  AddOwned<uint64_t>(context->parks, 1);
-  const int64_t park_start = SteadyNanos();
-  context->parked_since_ns.store(park_start, std::memory_order_relaxed);
-  wake_.acquire();
-  // The open period is closed before the total grows: a reader in between undercounts for a
-  // moment rather than counting the period twice.
-  context->parked_since_ns.store(0, std::memory_order_relaxed);
-  AddOwned<int64_t>(context->parked_ns, SteadyNanos() - park_start);
+  Parked(context, [this] { wake_.acquire(); });
 }
 
 void ExecutorPool::WorkerLoop(WorkerContext* context) {

@@ -258,6 +258,19 @@ struct WorkerContext {
   std::atomic<int64_t> exit_cpu_ns{-1};
 };
 
+// Runs `block` (a semaphore or I/O wait) counted as one park of `context`'s worker. The open
+// period is closed before the total grows: a reader in between undercounts for a moment rather
+// than counting the period twice.
+template <typename Block>
+void Parked(WorkerContext* context, Block&& block) {
+  AddOwned<uint64_t>(context->parks, 1);
+  const int64_t park_start = SteadyNanos();
+  context->parked_since_ns.store(park_start, std::memory_order_relaxed);
+  block();
+  context->parked_since_ns.store(0, std::memory_order_relaxed);
+  AddOwned<int64_t>(context->parked_ns, SteadyNanos() - park_start);
+}
+
 // Returns the context of the worker running on the calling thread, or nullptr.
 WorkerContext* CurrentWorker();
 

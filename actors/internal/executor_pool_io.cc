@@ -87,16 +87,13 @@ bool ExecutorPool::ParkInPoller(WorkerContext* context) {
     ExitPoller();
     return true;
   }
-  AddOwned<uint64_t>(context->parks, 1);
-  const int64_t park_start = SteadyNanos();
-  context->parked_since_ns.store(park_start, std::memory_order_relaxed);
-  context->polling = true;
-  poller->Wait();
-  context->polling = false;
+  Parked(context, [&] {
+    context->polling = true;
+    poller->Wait();
+    context->polling = false;
+  });
   poller_waiting_.store(false, std::memory_order_relaxed);
   ExitPoller();
-  context->parked_since_ns.store(0, std::memory_order_relaxed);
-  AddOwned<int64_t>(context->parked_ns, SteadyNanos() - park_start);
   WakeForLocal(context);
   return true;
 }
