@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/event.h"
 
+#include <cstring>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -16,11 +19,35 @@ EventHandle::EventHandle(ActorId recipient, ActorId sender, std::unique_ptr<Even
   event_ = std::move(event);
 }
 
-EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, std::string bytes,
+EventBytesPtr EventBytes::Make(size_t size) {
+  void* block = internal::SmallAllocate(sizeof(EventBytes) + size);
+  return EventBytesPtr(new (block) EventBytes(size));
+}
+
+EventBytesPtr EventBytes::Copy(std::string_view bytes) {
+  EventBytesPtr copy = Make(bytes.size());
+  if (!bytes.empty()) {
+    std::memcpy(copy->data(), bytes.data(), bytes.size());
+  }
+  return copy;
+}
+
+void EventBytesFree::operator()(EventBytes* bytes) const noexcept {
+  const size_t size = sizeof(EventBytes) + bytes->size_;
+  bytes->~EventBytes();
+  internal::SmallFree(bytes, size);
+}
+
+EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, EventBytesPtr bytes,
                          uint32_t flags, uint64_t cookie, ActorId forward_to, uint64_t trace_id)
     : EventHandle(type, recipient, sender, flags, cookie, forward_to, trace_id) {
-  bytes_ = std::make_unique<std::string>(std::move(bytes));
+  bytes_ = std::move(bytes);
 }
+
+EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, std::string_view bytes,
+                         uint32_t flags, uint64_t cookie, ActorId forward_to, uint64_t trace_id)
+    : EventHandle(type, recipient, sender, EventBytes::Copy(bytes), flags, cookie, forward_to,
+                  trace_id) {}
 
 EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, uint32_t flags,
                          uint64_t cookie)
@@ -46,9 +73,23 @@ absl::Status EventHandle::Serialize() {
     return absl::FailedPreconditionError(
         absl::StrFormat("event 0x%08x is local and cannot be serialized", type_));
   }
-  auto bytes = std::make_unique<std::string>();
-  if (!event_->SerializeToString(bytes.get())) {
-    return absl::InternalError(absl::StrFormat("event 0x%08x failed to serialize", type_));
+  EventBytesPtr bytes;
+  if (const std::optional<size_t> size = event_->WireSize(); size.has_value()) {
+    // Protobuf caps a message at 2 GiB; the interconnect's max_event_size is far below.
+    if (*size > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+      return absl::InternalError(
+          absl::StrFormat("event 0x%08x is %u bytes, over protobuf's 2 GiB", type_, *size));
+    }
+    bytes = EventBytes::Make(*size);
+    if (!event_->SerializeToArray(bytes->data(), *size)) {
+      return absl::InternalError(absl::StrFormat("event 0x%08x failed to serialize", type_));
+    }
+  } else {
+    std::string wire;
+    if (!event_->SerializeToString(&wire)) {
+      return absl::InternalError(absl::StrFormat("event 0x%08x failed to serialize", type_));
+    }
+    bytes = EventBytes::Copy(wire);
   }
   bytes_ = std::move(bytes);
   event_.reset();

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -80,6 +81,12 @@ class EventBase : public internal::SmallPooled {
   virtual bool IsSerializable() const { return false; }
   // Appends the wire form to `out`; returns false for local events or on serialization failure.
   virtual bool SerializeToString(std::string* /*out*/) const { return false; }
+  // Returns the exact size of the wire form for SerializeToArray, or nullopt when the event
+  // serializes through SerializeToString only (then its bytes are copied once more).
+  virtual std::optional<size_t> WireSize() const { return std::nullopt; }
+  // Writes the wire form, exactly `size` bytes (WireSize's answer just before), at `out`;
+  // returns false on failure.
+  virtual bool SerializeToArray(char* /*out*/, size_t /*size*/) const { return false; }
   // Returns a short human-readable description for logs.
   virtual std::string ToString() const;
 };
@@ -105,6 +112,16 @@ class EventPB : public EventBase {
   EventType Type() const final { return kType; }
   bool IsSerializable() const final { return true; }
   bool SerializeToString(std::string* out) const final { return record.AppendToString(out); }
+  std::optional<size_t> WireSize() const final {
+    if (!record.IsInitialized()) {
+      return std::nullopt;  // SerializeToString fails and says why
+    }
+    return record.ByteSizeLong();
+  }
+  bool SerializeToArray(char* out, size_t size) const final {
+    auto* begin = reinterpret_cast<uint8_t*>(out);
+    return record.SerializeWithCachedSizesToArray(begin) == begin + size;
+  }
   std::string ToString() const override { return record.ShortDebugString(); }
 
   // Parses a received body; returns nullptr when `bytes` is not a valid message.
@@ -117,6 +134,42 @@ class EventPB : public EventBase {
   }
 
   ProtoMessage record;
+};
+
+// -- serialized bytes ------------------------------------------------------------------------
+
+class EventBytes;
+struct EventBytesFree {
+  void operator()(EventBytes* bytes) const noexcept;
+};
+using EventBytesPtr = std::unique_ptr<EventBytes, EventBytesFree>;
+
+// The serialized body of an event: its length and its bytes in one block from the event pool
+// (actors/internal/small_alloc.h), so a remote event costs no malloc of its own on either side.
+// Filled once (serialization, or a receiver copying or assembling the bytes), then read-only.
+class EventBytes {
+ public:
+  // Returns a block for `size` bytes, their values unspecified until written through data().
+  static EventBytesPtr Make(size_t size);
+  // Returns a block holding a copy of `bytes`.
+  static EventBytesPtr Copy(std::string_view bytes);
+
+  EventBytes(const EventBytes&) = delete;
+  EventBytes& operator=(const EventBytes&) = delete;
+  EventBytes(EventBytes&&) = delete;
+  EventBytes& operator=(EventBytes&&) = delete;
+  ~EventBytes() = default;
+
+  size_t size() const { return size_; }
+  char* data() { return reinterpret_cast<char*>(this + 1); }
+  const char* data() const { return reinterpret_cast<const char*>(this + 1); }
+  std::string_view view() const { return {data(), size_}; }
+
+ private:
+  friend struct EventBytesFree;
+  explicit EventBytes(size_t size) : size_(size) {}
+
+  size_t size_;
 };
 
 // -- handles ---------------------------------------------------------------------------------
@@ -149,7 +202,11 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
               uint32_t flags = kNoFlags, uint64_t cookie = 0, ActorId forward_to = {},
               uint64_t trace_id = 0);
   // Wraps serialized bytes of an event of `type` (as received from another node).
-  EventHandle(EventType type, ActorId recipient, ActorId sender, std::string bytes,
+  EventHandle(EventType type, ActorId recipient, ActorId sender, EventBytesPtr bytes,
+              uint32_t flags = kNoFlags, uint64_t cookie = 0, ActorId forward_to = {},
+              uint64_t trace_id = 0);
+  // The same with a copy of `bytes`.
+  EventHandle(EventType type, ActorId recipient, ActorId sender, std::string_view bytes,
               uint32_t flags = kNoFlags, uint64_t cookie = 0, ActorId forward_to = {},
               uint64_t trace_id = 0);
   // Makes a handle of `type` with no body (system signals such as Bootstrap).
@@ -204,9 +261,7 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
   // kFailedPrecondition for a local event and kInternal when protobuf serialization fails.
   absl::Status Serialize();
   // Returns the serialized bytes (empty when the handle holds no bytes).
-  std::string_view bytes() const {
-    return bytes_ != nullptr ? std::string_view{*bytes_} : std::string_view{};
-  }
+  std::string_view bytes() const { return bytes_ != nullptr ? bytes_->view() : std::string_view{}; }
 
   // Returns "type 0x... from ... to ..." for logs.
   std::string ToString() const;
@@ -224,7 +279,7 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
   uint64_t cookie_;
   uint64_t trace_id_;
   std::unique_ptr<EventBase> event_;
-  std::unique_ptr<std::string> bytes_;
+  EventBytesPtr bytes_;
 };
 
 // A handler's typed view of the handle being handled: `ev->sender()`, `ev.Get()->field`.
@@ -263,7 +318,7 @@ E* EventHandle::Get() {
   }
   if constexpr (internal::HasLoad<E>::value) {
     if (bytes_ != nullptr) {
-      std::unique_ptr<E> parsed = E::Load(*bytes_);
+      std::unique_ptr<E> parsed = E::Load(bytes_->view());
       if (parsed == nullptr) {
         return nullptr;
       }

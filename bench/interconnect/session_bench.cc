@@ -12,7 +12,9 @@
 //                                its body is never parsed nor serialized again.
 //   - BM_RemoteStream/body:B     one sender on node 1 streams B-byte events to one receiver on
 //                                node 2 within a window of credits the receiver returns every
-//                                1024 events; events/s (items) and body bytes/s.
+//                                1024 events; events/s (items), body bytes/s, the bytes node 1
+//                                wrote per event and the calls of operator new per event
+//                                (bench/alloc_counter.h).
 //   - BM_RemotePingPongTls, BM_RemoteStreamTls: the same over mutual TLS 1.3
 //                                (interconnect/tls_transport.h), with a test CA and node
 //                                certificates that scripts/make-test-certs.sh makes once per run
@@ -50,6 +52,7 @@
 #include "actors/actor.h"
 #include "actors/actor_system.h"
 #include "actors/sync.h"
+#include "bench/alloc_counter.h"
 #include "bench/interconnect/session_bench.pb.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/tcp_transport.h"
@@ -362,6 +365,7 @@ void RemoteStream(benchmark::State& state, bool tls) {
       2 * kCreditEvery, std::min<uint64_t>(16 * kCreditEvery, (8u << 20) / body));
   int64_t events = 0;
   const uint64_t written_before = pair.Session(1).bytes_written;
+  const uint64_t allocations_before = troupe::bench::AllocationCount();
   for (auto _ : state) {
     // A fresh receiver count per iteration: the credits count from zero again.
     state.PauseTiming();
@@ -380,6 +384,12 @@ void RemoteStream(benchmark::State& state, bool tls) {
   // Everything node 1 wrote (frames, records, its few acknowledgements) per event streamed.
   state.counters["wire_bytes_per_event"] =
       static_cast<double>(pair.Session(1).bytes_written - written_before) /
+      static_cast<double>(std::max<int64_t>(events, 1));
+  // Calls of operator new per event, both nodes and every thread. The event itself costs one on
+  // each side when its body is over 15 bytes: the protobuf string the sender fills and the one
+  // the receiver parses into.
+  state.counters["allocs_per_event"] =
+      static_cast<double>(troupe::bench::AllocationCount() - allocations_before) /
       static_cast<double>(std::max<int64_t>(events, 1));
 }
 void BM_RemoteStream(benchmark::State& state) { RemoteStream(state, /*tls=*/false); }

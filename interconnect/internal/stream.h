@@ -80,9 +80,9 @@ struct StreamLimits {
 };
 
 // The bytes one queued event is charged against a peer's budget: its body plus what holding it
-// costs (the handle, the body's string, allocator and queue overhead; an estimate).
+// costs (the handle, the body's block header, allocator and queue overhead; an estimate).
 inline size_t HeldCharge(const EventHandle& ev) {
-  constexpr size_t kOverhead = sizeof(EventHandle) + sizeof(std::string) + 64;
+  constexpr size_t kOverhead = sizeof(EventHandle) + sizeof(EventBytes) + 64;
   return ev.bytes().size() + kOverhead;
 }
 

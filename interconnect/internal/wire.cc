@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <array>
+#include <cstring>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -231,7 +232,7 @@ class RecordReader {
   ActorId previous_sender_;
 };
 
-EventHandlePtr MakeHandle(const Record& record, std::string body) {
+EventHandlePtr MakeHandle(const Record& record, EventBytesPtr body) {
   return std::make_unique<EventHandle>(record.type, record.recipient, record.sender,
                                        std::move(body), record.flags, record.cookie,
                                        record.forward_to, record.trace_id);
@@ -506,7 +507,7 @@ absl::Status ParseRecords(const Frame& frame, const std::function<void(const Rec
 absl::Status DecodeEvents(const Frame& frame, const std::function<void(EventHandlePtr)>& deliver) {
   return CheckThenApply(frame, AnyOrder, [&deliver](const Record& record) {
     if (record.kind == RecordKind::kEvent) {
-      deliver(MakeHandle(record, std::string(record.bytes)));
+      deliver(MakeHandle(record, EventBytes::Copy(record.bytes)));
     }
   });
 }
@@ -515,7 +516,7 @@ absl::Status RecordDecoder::Decode(const Frame& frame,
                                    const std::function<void(EventHandlePtr)>& deliver) {
   // The chunks' turns are checked on a copy of the state, so a bad frame changes nothing.
   bool assembling = assembling_;
-  size_t missing = assembling_ ? envelope_.total_size - body_.size() : 0;
+  size_t missing = assembling_ ? envelope_.total_size - filled_ : 0;
   auto check = [&](uint32_t index, const Record& record) -> absl::Status {
     switch (record.kind) {
       case RecordKind::kEvent:
@@ -552,21 +553,24 @@ absl::Status RecordDecoder::Decode(const Frame& frame,
   return CheckThenApply(frame, check, [&](const Record& record) {
     switch (record.kind) {
       case RecordKind::kEvent:
-        deliver(MakeHandle(record, std::string(record.bytes)));
+        deliver(MakeHandle(record, EventBytes::Copy(record.bytes)));
         break;
       case RecordKind::kFirstChunk:
         envelope_ = record;
         envelope_.bytes = {};
-        body_.reserve(record.total_size);
-        body_.assign(record.bytes);
+        // The block of the whole event; the chunks are copied into place as they come.
+        body_ = EventBytes::Make(record.total_size);
+        std::memcpy(body_->data(), record.bytes.data(), record.bytes.size());
+        filled_ = record.bytes.size();
         assembling_ = true;
         break;
       case RecordKind::kNextChunk:
-        body_.append(record.bytes);
-        if (body_.size() == envelope_.total_size) {
+        std::memcpy(body_->data() + filled_, record.bytes.data(), record.bytes.size());
+        filled_ += record.bytes.size();
+        if (filled_ == envelope_.total_size) {
           assembling_ = false;
+          filled_ = 0;
           deliver(MakeHandle(envelope_, std::move(body_)));
-          body_ = std::string();
         }
         break;
     }

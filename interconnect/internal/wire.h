@@ -237,17 +237,20 @@ class RecordDecoder {
   // Drops the chunked event in progress: a new session starts a new stream of records.
   void Reset() {
     assembling_ = false;
-    body_ = std::string();
+    body_.reset();
+    filled_ = 0;
   }
   // True while a chunked event waits for more chunks.
   bool assembling() const { return assembling_; }
 
  private:
   const size_t max_event_size_;
-  // The chunked event in progress: its envelope (`total_size` set) and the body so far.
+  // The chunked event in progress: its envelope (`total_size` set), the block of its body and how
+  // many bytes of it have come.
   bool assembling_ = false;
   Record envelope_;
-  std::string body_;
+  EventBytesPtr body_;
+  size_t filled_ = 0;
 };
 
 }  // namespace troupe::interconnect

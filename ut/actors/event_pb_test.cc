@@ -3,6 +3,7 @@
 // EventPB: serialization of a handle, lazy parsing by Get<E>(), and the dispatcher's handling of
 // bytes that do not parse (the handler never runs; a tracking sender learns kParseError).
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -137,6 +138,60 @@ TEST(EventPbTest, SerializeThenGetRoundTrips) {
   ASSERT_NE(event, nullptr);
   ExpectSamePayload(event->record, payload);
   EXPECT_TRUE(absl::StrContains(event->ToString(), "payload #9")) << event->ToString();
+}
+
+// Bodies below, at and far above the event pool's largest block (small_alloc.h) serialize straight
+// into their EventBytes block, byte for byte what protobuf writes, and parse back.
+TEST(EventPbTest, BodiesOfEverySizeSerializeAsProtobufDoes) {
+  for (const size_t text_size : {size_t{0}, size_t{1}, size_t{200}, size_t{250}, size_t{300},
+                                 size_t{4096}, size_t{1} << 20}) {
+    ut::TestPayload payload = MakePayload(text_size);
+    payload.set_text(std::string(text_size, 'z'));
+    EventHandle handle(ActorId(0, 1, 1, 1), ActorId(), std::make_unique<EvPayload>(payload));
+    ASSERT_TRUE(handle.Serialize().ok()) << text_size;
+    EXPECT_EQ(handle.bytes().size(), payload.ByteSizeLong()) << text_size;
+    EXPECT_EQ(std::string(handle.bytes()), payload.SerializeAsString()) << text_size;
+    EvPayload* event = handle.Get<EvPayload>();
+    ASSERT_NE(event, nullptr) << text_size;
+    ExpectSamePayload(event->record, payload);
+  }
+}
+
+// An event that only knows SerializeToString (no WireSize) still serializes, through a copy.
+TEST(EventPbTest, EventsWithOnlySerializeToStringStillSerialize) {
+  const EvUndelivered original(UndeliveredReason::kTooLarge, kEvPayload, /*cookie=*/77,
+                               /*unsure=*/true);
+  EXPECT_FALSE(original.WireSize().has_value());
+  std::string expected;
+  ASSERT_TRUE(original.SerializeToString(&expected));
+  EventHandle handle(ActorId(0, 1, 1, 1), ActorId(),
+                     std::make_unique<EvUndelivered>(UndeliveredReason::kTooLarge, kEvPayload,
+                                                     /*cookie=*/77, /*unsure=*/true));
+  ASSERT_TRUE(handle.Serialize().ok());
+  EXPECT_EQ(std::string(handle.bytes()), expected);
+  EvUndelivered* parsed = handle.Get<EvUndelivered>();
+  ASSERT_NE(parsed, nullptr);
+  EXPECT_EQ(parsed->reason, UndeliveredReason::kTooLarge);
+  EXPECT_EQ(parsed->source_type, kEvPayload);
+  EXPECT_EQ(parsed->cookie, 77u);
+  EXPECT_TRUE(parsed->unsure);
+}
+
+TEST(EventBytesTest, MakeAndCopyHoldTheirLength) {
+  const EventBytesPtr empty = EventBytes::Copy("");
+  EXPECT_EQ(empty->size(), 0u);
+  EXPECT_TRUE(empty->view().empty());
+  for (const size_t size : {size_t{1}, size_t{248}, size_t{249}, size_t{100000}}) {
+    const std::string text(size, static_cast<char>('a' + size % 26));
+    const EventBytesPtr copy = EventBytes::Copy(text);
+    EXPECT_EQ(copy->view(), text) << size;
+    EventBytesPtr made = EventBytes::Make(size);
+    ASSERT_EQ(made->size(), size);
+    std::memcpy(made->data(), text.data(), size);
+    EventHandle handle(kEvPayload, ActorId(0, 1, 1, 1), ActorId(), std::move(made));
+    EXPECT_TRUE(handle.HasBytes());
+    EXPECT_EQ(handle.bytes(), text) << size;
+  }
 }
 
 TEST(EventPbTest, SerializeRefusesLocalEvents) {

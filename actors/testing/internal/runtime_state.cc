@@ -166,9 +166,9 @@ void TestRuntime::State::Apply(internal::Runtime* runtime, NodeId node, const Ve
                       << sim.SeedText();
       } else {
         for (uint32_t i = 0; i < verdict.copies(); ++i) {
-          copies.push_back(std::make_unique<EventHandle>(
-              ev->type(), ev->recipient(), ev->sender(), std::string(ev->bytes()), ev->flags(),
-              ev->cookie(), ev->forward_to(), ev->trace_id()));
+          copies.push_back(std::make_unique<EventHandle>(ev->type(), ev->recipient(), ev->sender(),
+                                                         ev->bytes(), ev->flags(), ev->cookie(),
+                                                         ev->forward_to(), ev->trace_id()));
         }
       }
       runtime->Deliver(std::move(ev));
