@@ -214,6 +214,24 @@ class ProcessCluster {
     return {};
   }
 
+  // What a failed wait prints: this node's sessions and each process's log.
+  std::string Describe() const {
+    std::string text;
+    if (ic_ != nullptr) {
+      for (const SessionCounters& c : ic_->Counters()) {
+        absl::StrAppend(&text, "node 3 <-> node ", c.peer, ": up ", c.up, ", connected ",
+                        c.connected, ", sessions ", c.sessions, ", connections ", c.connections,
+                        ", events sent ", c.events_sent, ", received ", c.events_received,
+                        ", queued ", c.queued_events, ", unacked bytes ", c.unacked_bytes,
+                        ", held bytes ", c.held_bytes, "\n");
+      }
+    }
+    for (const auto& [node, process] : processes_) {
+      absl::StrAppend(&text, "--- node ", node, " log ---\n", Log(node));
+    }
+    return text;
+  }
+
   Inbox& inbox() { return inbox_; }
   const ActorId& inbox_actor() const { return me_; }
   ActorSystem& system() { return *system_; }
@@ -260,7 +278,7 @@ TEST(ProcessClusterTest, SendAndReplyThroughServicesOfOtherProcesses) {
   cluster.StartSelf();
   cluster.Ping(1, 1);
   cluster.Ping(2, 2);
-  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 2, absl::Seconds(30)));
+  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 2, absl::Seconds(30))) << cluster.Describe();
   EXPECT_EQ(PongsFrom(cluster.inbox(), 1), 1u);
   EXPECT_EQ(PongsFrom(cluster.inbox(), 2), 1u);
   EXPECT_TRUE(cluster.inbox().OfType(kEvUndelivered).empty());
@@ -272,7 +290,7 @@ TEST(ProcessClusterTest, KilledProcessIsReportedAndItsRestartGetsANewSession) {
   cluster.StartProcess(2);
   cluster.StartSelf();
   cluster.Ping(2, 1, kSubscribeOnSession);
-  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30)));
+  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30))) << cluster.Describe();
   ASSERT_TRUE(cluster.inbox().WaitForType(kEvNodeConnected, 1, absl::Seconds(5)));
   cluster.KillProcess(2, SIGKILL);
   cluster.Ping(2, 2, kTrackDelivery);
@@ -285,7 +303,7 @@ TEST(ProcessClusterTest, KilledProcessIsReportedAndItsRestartGetsANewSession) {
   cluster.StartProcess(2);
   cluster.Ping(2, 3, kSubscribeOnSession);
   ASSERT_TRUE(cluster.inbox().WaitForType(kEvNodeConnected, 2, absl::Seconds(30)));
-  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 2, absl::Seconds(30)));
+  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 2, absl::Seconds(30))) << cluster.Describe();
   EXPECT_EQ(cluster.Session(2).sessions, 2u) << "the restarted process is a new session";
 }
 
@@ -298,7 +316,7 @@ TEST(ProcessClusterTest, CutsMidStreamBetweenProcessesLoseNothing) {
   cluster.StartProcess(1);
   cluster.StartSelf();
   cluster.Ping(1, 1);
-  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30)));
+  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30))) << cluster.Describe();
   const uint64_t count = testutil::Scaled(20000, 2000);
   for (uint64_t seq = 2; seq <= count; ++seq) {
     cluster.Ping(1, seq);
@@ -369,7 +387,7 @@ TEST(ProcessClusterTest, StoppedPeerBoundsTheSendersMemory) {
   cluster.StartProcess(1);
   cluster.StartSelf();
   cluster.Ping(1, 1);
-  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30)));
+  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30))) << cluster.Describe();
   cluster.SignalProcess(1, SIGSTOP);
   const uint64_t before = ResidentBytes();
   uint64_t peak = before;
@@ -410,11 +428,11 @@ TEST(ProcessClusterTest, GarbageOnAProcessPortLeavesItServing) {
   cluster.StartProcess(1);
   cluster.StartSelf();
   cluster.Ping(1, 1);
-  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30)));
+  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30))) << cluster.Describe();
   EXPECT_TRUE(testutil::PeerClosesAfter(cluster.port(1), std::string(4096, '\x5a')))
       << "node 1 did not close the connection";
   cluster.Ping(1, 2);
-  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 2, absl::Seconds(30)));
+  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 2, absl::Seconds(30))) << cluster.Describe();
   EXPECT_EQ(cluster.Session(1).sessions, 1u);
   EXPECT_NE(cluster.Log(1).find("refused incoming connection"), std::string::npos)
       << cluster.Log(1);
