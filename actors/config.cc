@@ -21,6 +21,8 @@ namespace troupe {
 namespace {
 
 constexpr uint32_t kMaxThreads = 256;
+// Linux's highest niceness.
+constexpr uint32_t kMaxNice = 19;
 constexpr uint32_t kMaxNodeId = (1u << 20) - 1;
 constexpr size_t kMaxClusterIdSize = 256;
 
@@ -226,6 +228,13 @@ absl::Status ValidateConfig(const proto::ActorSystemConfig& config) {
     if (!proto::MailboxKind_IsValid(pool.default_mailbox())) {
       return FieldError(absl::StrCat(field, ".default_mailbox"),
                         absl::StrCat("unknown mailbox kind ", pool.default_mailbox()));
+    }
+    if (pool.has_nice()) {
+      if (absl::Status s =
+              CheckRange<uint32_t>(absl::StrCat(field, ".nice"), pool.nice(), 0, kMaxNice);
+          !s.ok()) {
+        return s;
+      }
     }
     if (pool.has_stuck_threshold_ms()) {
       if (absl::Status s = CheckRange<uint64_t>(absl::StrCat(field, ".stuck_threshold_ms"),

@@ -2,19 +2,27 @@
 #include "actors/internal/executor_pool.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <ctime>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 
 #include "actors/internal/runtime.h"
+#include "actors/log.h"
 
 namespace troupe::internal {
 namespace {
 
 thread_local WorkerContext* tls_worker = nullptr;
+
+// Linux's highest niceness.
+constexpr int kMaxNice = 19;
 
 // xorshift64: plenty for picking places, victims and budgets; `state` must not be zero.
 inline uint64_t NextRandom(uint64_t& state) {
@@ -401,6 +409,26 @@ void ExecutorPool::SemaphorePark(WorkerContext* context) {
   Parked(context, [this] { wake_.acquire(); });
 }
 
+void ExecutorPool::LowerThreadPriority(uint32_t nice) const {
+  // Linux keeps a niceness per thread; PRIO_PROCESS with a thread id sets that one thread's.
+  const pid_t tid = ::gettid();
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+  if (current == -1 && errno != 0) {
+    const std::error_code error(errno, std::system_category());
+    TROUPE_LOG(kWarn, kActors) << "pool " << settings_.name
+                               << ": cannot read a worker's niceness: " << error.message();
+    return;
+  }
+  const int wanted = std::min(current + static_cast<int>(nice), kMaxNice);
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), wanted) != 0) {
+    const std::error_code error(errno, std::system_category());
+    TROUPE_LOG(kWarn, kActors) << "pool " << settings_.name
+                               << ": cannot set a worker's niceness to " << wanted << ": "
+                               << error.message();
+  }
+}
+
 void ExecutorPool::WorkerLoop(WorkerContext* context) {
   tls_worker = context;
   if (clockid_t clock = 0; pthread_getcpuclockid(pthread_self(), &clock) == 0) {
@@ -409,6 +437,9 @@ void ExecutorPool::WorkerLoop(WorkerContext* context) {
   }
   const std::string thread_name = absl::StrCat(settings_.name.substr(0, 9), ":", context->index);
   pthread_setname_np(pthread_self(), thread_name.c_str());
+  if (settings_.nice > 0) {
+    LowerThreadPriority(settings_.nice);
+  }
   while (true) {
     // Checked before taking work: with actors that keep each other busy the queue never empties,
     // and Stop must still return after one activation per worker.

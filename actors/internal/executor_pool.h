@@ -108,6 +108,8 @@ struct PoolSettings {
   bool fair = false;
   // Handlers running longer are reported stuck; zero turns the report off.
   absl::Duration stuck_threshold = absl::Seconds(1);
+  // Added to each worker's niceness (capped at 19) when it starts.
+  uint32_t nice = 0;
   // Random ready order (debug aid); the seed makes each pool's choices reproducible on one thread.
   bool shuffle = false;
   uint64_t shuffle_seed = 0;
@@ -328,6 +330,8 @@ class ExecutorPool {
   void PublishPoolMetrics();
   void PublishWorkerMetrics(const WorkerContext* context);
   void WorkerLoop(WorkerContext* context);
+  // Adds `nice` to the calling worker's niceness (settings_.nice), up to Linux's 19.
+  void LowerThreadPriority(uint32_t nice) const;
   // Returns the next mailbox for `context` to run, or nullptr when there is none.
   Mailbox* Next(WorkerContext* context);
   // Runs one activation of `mailbox` within the budget.

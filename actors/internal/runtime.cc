@@ -105,6 +105,7 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
     settings.max_time = absl::Microseconds(static_cast<int64_t>(pool.max_activation_time_us()));
     settings.fair = pool.fair();
     settings.stuck_threshold = absl::Milliseconds(static_cast<int64_t>(pool.stuck_threshold_ms()));
+    settings.nice = pool.nice();
     settings.shuffle = shuffle_seed.has_value();
     settings.shuffle_seed = shuffle_seed.value_or(0) + static_cast<uint64_t>(i) * 0x10001;
     pools_.push_back(std::make_unique<ExecutorPool>(this, static_cast<uint32_t>(i), settings));

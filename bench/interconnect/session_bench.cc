@@ -42,6 +42,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -105,8 +106,9 @@ class Pair {
  public:
   // `proxy_pool`: "IC" (the default: proxies on their own worker) or "User" (proxies share the
   // worker of the actors, so no thread is woken between an actor and its proxy). `tls_dir`: the
-  // certificates for mutual TLS (plain TCP when empty).
-  explicit Pair(const std::string& proxy_pool, const std::string& tls_dir = "") {
+  // certificates for mutual TLS (plain TCP when empty). `bulk_nice`: the Bulk pools' niceness.
+  explicit Pair(const std::string& proxy_pool, const std::string& tls_dir = "",
+                uint32_t bulk_nice = 0) {
     absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(2);
     if (!ports.ok()) {
       std::fprintf(stderr, "%s\n", ports.status().ToString().c_str());
@@ -121,6 +123,9 @@ class Pair {
         pool->set_name(name);
         pool->set_threads(1);
         pool->set_spin_time_us(50);
+        if (std::string_view(name) == "Bulk" && bulk_nice > 0) {
+          pool->set_nice(bulk_nice);
+        }
       }
       proto::InterconnectConfig& ic = *config.mutable_interconnect();
       ic.set_cluster_id("bench");
@@ -461,11 +466,11 @@ double Percentile(std::vector<double> samples, double fraction) {
 
 // Head-of-line blocking: the round trips of small events between two actors, alone (bulk:0) or
 // while another pair of actors (in the Bulk pool of each node) streams 8 MiB events from node 1
-// to node 2 over the same session (bulk:1, two in flight). Reports the median and p99 round trip
-// and the bulk stream's MB/s.
+// to node 2 over the same session (bulk:1, two in flight; bulk:2, the same with the Bulk pools at
+// nice 19). Reports the median and p99 round trip and the bulk stream's MB/s.
 void BM_RemotePingPongUnderBulk(benchmark::State& state) {
-  Pair pair(ProxyPool(state));
   const bool bulk = state.range(1) != 0;
+  Pair pair(ProxyPool(state), /*tls_dir=*/"", state.range(1) == 2 ? 19 : 0);
   const ActorId ponger = pair.node(2).Register(std::make_unique<Ponger>());
   std::atomic<bool> stop{false};
   troupe::Notification bulk_done;
@@ -504,7 +509,7 @@ void BM_RemotePingPongUnderBulk(benchmark::State& state) {
 }
 BENCHMARK(BM_RemotePingPongUnderBulk)
     ->ArgNames({"proxies_in_user_pool", "bulk"})
-    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgsProduct({{0, 1}, {0, 1, 2}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

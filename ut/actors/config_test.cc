@@ -68,6 +68,7 @@ TEST(ConfigTest, RejectsOtherPoolFieldsOutOfRange) {
   ExpectParseFieldError(R"(pools { name: "A" } pools { name: "B" max_activation_time_us: 0 })",
                         "pools[1].max_activation_time_us");
   ExpectParseFieldError(R"(pools { name: "A" spin_time_us: 5000000 })", "pools[0].spin_time_us");
+  ExpectParseFieldError(R"(pools { name: "A" nice: 20 })", "pools[0].nice");
 }
 
 TEST(ConfigTest, ReadsFairModeAndStuckThreshold) {

@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Executor pool behaviour seen from actors: how parked workers are woken.
+// Executor pool behaviour seen from actors: how parked workers are woken, and the niceness of a
+// pool's workers.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <memory>
+#include <string_view>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -104,6 +111,58 @@ TEST(PoolTest, BatchPublishWakesEveryParkedWorker) {
   EXPECT_EQ(rendezvous.met.load(), kWorkers)
       << "the blockers never ran on " << kWorkers << " workers at once: a parked worker was left "
       << "asleep while mailboxes waited in the queue";
+}
+
+// Reports the niceness of the worker thread that handles its EvKick.
+class NicenessProbe : public Actor {
+ public:
+  static constexpr int kUnset = 100;
+  static constexpr int kUnreadable = 200;
+
+  explicit NicenessProbe(std::atomic<int>* niceness)
+      : Actor(&NicenessProbe::StateWork), niceness_(niceness) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvKick) {
+      Unhandled(ev);
+      return;
+    }
+    errno = 0;
+    const int value = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+    niceness_->store(value == -1 && errno != 0 ? kUnreadable : value, std::memory_order_release);
+  }
+
+  std::atomic<int>* niceness_;
+};
+
+TEST(PoolTest, NiceLowersThePriorityOfThePoolsWorkersOnly) {
+  errno = 0;
+  const int base = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  ASSERT_FALSE(base == -1 && errno != 0);
+  proto::ActorSystemConfig config = testutil::SmallConfig();
+  for (const char* name : {"Background", "Capped"}) {
+    proto::PoolConfig* pool = config.add_pools();
+    pool->set_name(name);
+    pool->set_threads(2);
+    pool->set_nice(std::string_view(name) == "Background" ? 5 : 19);
+  }
+  auto system = testutil::MakeSystem(config);
+  ASSERT_NE(system, nullptr);
+
+  auto niceness_on = [&](std::string_view pool_name) {
+    std::atomic<int> niceness{NicenessProbe::kUnset};
+    RegisterOptions options;
+    options.pool = *system->PoolIndex(pool_name);
+    system->Send(system->Register(std::make_unique<NicenessProbe>(&niceness), options),
+                 std::make_unique<EvKick>());
+    EXPECT_TRUE(WaitUntil(
+        [&] { return niceness.load(std::memory_order_acquire) != NicenessProbe::kUnset; }));
+    return niceness.load(std::memory_order_acquire);
+  };
+  EXPECT_EQ(niceness_on("Background"), std::min(base + 5, 19));
+  EXPECT_EQ(niceness_on("Capped"), 19) << "the sum stops at Linux's 19";
+  EXPECT_EQ(niceness_on(config.pools(0).name()), base) << "a pool without nice is left alone";
 }
 
 }  // namespace
