@@ -144,9 +144,11 @@ struct EventBytesFree {
 };
 using EventBytesPtr = std::unique_ptr<EventBytes, EventBytesFree>;
 
-// The serialized body of an event: its length and its bytes in one block from the event pool
-// (actors/internal/small_alloc.h), so a remote event costs no malloc of its own on either side.
-// Filled once (serialization, or a receiver copying or assembling the bytes), then read-only.
+// The serialized body of an event: its length and its bytes in one block, from the event pool
+// (actors/internal/small_alloc.h) when it fits the pool's largest class (256 B with the length),
+// so a small remote event costs no malloc of its own on either side; larger bodies use operator
+// new, one block each. Filled once (serialization, or a receiver copying or assembling the bytes),
+// then read-only.
 class EventBytes {
  public:
   // Returns a block for `size` bytes, their values unspecified until written through data().
