@@ -82,7 +82,8 @@ class EventBase : public internal::SmallPooled {
   // Appends the wire form to `out`; returns false for local events or on serialization failure.
   virtual bool SerializeToString(std::string* /*out*/) const { return false; }
   // Returns the exact size of the wire form for SerializeToArray, or nullopt when the event
-  // serializes through SerializeToString only (then its bytes are copied once more).
+  // serializes through SerializeToString only (then its bytes are copied once more). An event that
+  // overrides both must write the same bytes through either; EventHandle::Serialize prefers this.
   virtual std::optional<size_t> WireSize() const { return std::nullopt; }
   // Writes the wire form, exactly `size` bytes (WireSize's answer just before), at `out`;
   // returns false on failure.
@@ -139,6 +140,7 @@ class EventPB : public EventBase {
 // -- serialized bytes ------------------------------------------------------------------------
 
 class EventBytes;
+// The deleter of EventBytesPtr: returns the block to the pool (or operator delete) it came from.
 struct EventBytesFree {
   void operator()(EventBytes* bytes) const noexcept;
 };

@@ -220,8 +220,9 @@ class FrameDecoder {
 absl::Status ParseRecords(const Frame& frame, const std::function<void(const Record&)>& visit);
 
 // Decodes the whole events of a data frame into handles that keep their body serialized (parsed
-// lazily by the handler), skipping chunk records; all or nothing as ParseRecords. The sender uses
-// it on its own frames; a receiver needs RecordDecoder.
+// lazily by the handler), skipping chunk records; all or nothing as ParseRecords. A frame-local
+// view for tests and fuzzers (no session keeps state in it); a session's receiver needs
+// RecordDecoder, which also reassembles chunked events.
 absl::Status DecodeEvents(const Frame& frame, const std::function<void(EventHandlePtr)>& deliver);
 
 // Decodes a session's frames into events: whole ones at once, chunked ones when their last chunk
