@@ -5,7 +5,9 @@
 #include <charconv>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
+#include "actors/check.h"
 #include "actors/config.h"
 #include "actors/events.h"
 #include "actors/internal/driver.h"
@@ -56,6 +58,17 @@ void DetachIoPoller(ActorSystem& system, IoPoller* poller) {
   internal::RuntimeOf(system)->DetachIoPoller(poller);
 }
 
+SystemLease LeaseSystem(ActorSystem& system, std::string name) {
+  return SystemLease(&system, internal::RuntimeOf(system)->AddLease(std::move(name)));
+}
+
+void SystemLease::Release() {
+  if (system_ != nullptr) {
+    internal::RuntimeOf(*system_)->DropLease(id_);
+    system_ = nullptr;
+  }
+}
+
 absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Build(
     const proto::ActorSystemConfig& config, internal::Driver* driver, uint64_t first_local_id) {
   if (absl::Status status = ValidateConfig(config); !status.ok()) {
@@ -73,7 +86,16 @@ absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Build(
   return system;
 }
 
-ActorSystem::~ActorSystem() { Stop(); }
+ActorSystem::~ActorSystem() {
+  if (runtime_ != nullptr) {
+    const std::vector<std::string> users = runtime_->LiveLeases();
+    TROUPE_CHECK(users.empty()) << "ActorSystem of node " << node_id() << " destroyed while "
+                                << absl::StrJoin(users, ", ") << " still uses it: destroy "
+                                << (users.size() == 1 ? "it" : "them")
+                                << " first (troupe::Node in interconnect/node.h keeps the order)";
+  }
+  Stop();
+}
 
 void ActorSystem::Stop() {
   if (runtime_ != nullptr) {
@@ -83,6 +105,11 @@ void ActorSystem::Stop() {
 
 ActorId ActorSystem::Register(std::unique_ptr<Actor> actor, RegisterOptions options) {
   return runtime_->Register(std::move(actor), options);
+}
+
+absl::StatusOr<ActorId> ActorSystem::TryRegister(std::unique_ptr<Actor> actor,
+                                                 RegisterOptions options) {
+  return runtime_->TryRegister(std::move(actor), options);
 }
 
 void ActorSystem::Send(const ActorId& recipient, std::unique_ptr<EventBase> event, uint32_t flags,

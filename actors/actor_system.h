@@ -120,9 +120,14 @@ class ActorSystem {
   // -- actors -----------------------------------------------------------------------------------
 
   // Registers `actor` on a new mailbox and schedules its Bootstrap; returns its id. Returns an
-  // empty id (and logs why) when `actor` is null, the pool index does not exist, the mailbox table
-  // is full or the system is stopping; the actor is then destroyed.
+  // empty id, and the actor is destroyed, exactly when TryRegister fails; the reason is logged
+  // (at error level; not while the system stops).
   ActorId Register(std::unique_ptr<Actor> actor, RegisterOptions options = {});
+  // As Register, with the failure as a status a service can act on: kInvalidArgument when
+  // `actor` is null or options.pool / options.mailbox do not exist, kResourceExhausted when the
+  // mailbox table is full (max_mailboxes), kFailedPrecondition once Stop has begun. Nothing is
+  // logged; on failure the actor is destroyed.
+  absl::StatusOr<ActorId> TryRegister(std::unique_ptr<Actor> actor, RegisterOptions options = {});
 
   // Sends `event` to `recipient`; `sender` receives EvUndelivered if `flags` has kTrackDelivery.
   void Send(const ActorId& recipient, std::unique_ptr<EventBase> event, uint32_t flags = kNoFlags,

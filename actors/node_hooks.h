@@ -20,6 +20,8 @@
 //   | IoPoller             | an I/O loop run by a pool's idle workers instead of a thread of   |
 //   | AttachIoPoller       | its own (the TCP transport's): bytes that arrive wake the worker  |
 //   | DetachIoPoller       | that will run their actors, with no hand-off between threads      |
+//   | LeaseSystem          | say that the extension must end before the node: destroying the   |
+//   |                      | ActorSystem while a lease lives aborts, naming the extension      |
 // A node run by a driver (the deterministic test runtime) asks its driver for rule 1 instead of
 // the router.
 //
@@ -41,8 +43,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 
@@ -124,5 +129,42 @@ absl::Status AttachIoPoller(ActorSystem& system, std::string_view pool, IoPoller
 // is not attached. Call it before the ActorSystem goes away (a stopped system's workers run it
 // no more).
 void DetachIoPoller(ActorSystem& system, IoPoller* poller);
+
+// An extension's claim that it still uses a node (see LeaseSystem). Move-only; destroying it (or
+// assigning over it) gives the claim back.
+class SystemLease {
+ public:
+  SystemLease() = default;
+  ~SystemLease() { Release(); }
+  SystemLease(const SystemLease&) = delete;
+  SystemLease& operator=(const SystemLease&) = delete;
+  SystemLease(SystemLease&& other) noexcept
+      : system_(std::exchange(other.system_, nullptr)), id_(other.id_) {}
+  SystemLease& operator=(SystemLease&& other) noexcept {
+    if (this != &other) {
+      Release();
+      system_ = std::exchange(other.system_, nullptr);
+      id_ = other.id_;
+    }
+    return *this;
+  }
+
+  // Gives the claim back now (a no-op for an empty lease).
+  void Release();
+
+ private:
+  friend SystemLease LeaseSystem(ActorSystem& system, std::string name);
+  SystemLease(ActorSystem* system, uint64_t id) : system_(system), id_(id) {}
+
+  ActorSystem* system_ = nullptr;
+  uint64_t id_ = 0;
+};
+
+// Records that the extension `name` uses `system` until the returned lease is destroyed. An
+// ActorSystem destroyed while a lease lives aborts the process with a message naming `name` and
+// saying to destroy it first: an extension that outlived its node would touch freed memory, later
+// and far from the mistake. The interconnect takes one; troupe::Node (interconnect/node.h) orders
+// the teardown so that users do not have to.
+[[nodiscard]] SystemLease LeaseSystem(ActorSystem& system, std::string name);
 
 }  // namespace troupe

@@ -396,33 +396,42 @@ void Runtime::Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hin
 }
 
 ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& options) {
-  if (actor == nullptr) {
-    TROUPE_LOG(kError, kActors) << "Register: null actor; nothing registered";
+  absl::StatusOr<ActorId> id = TryRegister(std::move(actor), options);
+  if (!id.ok()) {
+    if (!stopped()) {
+      TROUPE_LOG(kError, kActors) << "Register: " << id.status().message();
+    }
     return {};
+  }
+  return *id;
+}
+
+absl::StatusOr<ActorId> Runtime::TryRegister(std::unique_ptr<Actor> actor,
+                                             const RegisterOptions& options) {
+  if (actor == nullptr) {
+    return absl::InvalidArgumentError("null actor; nothing registered");
   }
   const uint32_t pool = options.pool.value_or(default_pool_);
   if (pool >= pools_.size()) {
-    TROUPE_LOG(kError, kActors) << "Register: pool index " << pool << " does not exist ("
-                                << pools_.size() << " pools); actor not registered";
-    return {};
+    return absl::InvalidArgumentError(absl::StrCat("pool index ", pool, " does not exist (",
+                                                   pools_.size(), " pools); actor not registered"));
   }
   MailboxKind kind = options.mailbox;
   if (kind == MailboxKind::kPoolDefault) {
     kind = pool_mailbox_[pool];
   }
   if (static_cast<uint32_t>(kind) >= kMailboxKindCount) {
-    TROUPE_LOG(kError, kActors) << "Register: mailbox kind " << static_cast<int>(kind)
-                                << " does not exist; actor not registered";
-    return {};
+    return absl::InvalidArgumentError(absl::StrCat("mailbox kind ", static_cast<int>(kind),
+                                                   " does not exist; actor not registered"));
   }
   if (stopped()) {
-    return {};
+    return absl::FailedPreconditionError("the system is stopping; actor not registered");
   }
   auto [mailbox, hint] = mailboxes_.Allocate(kind, WorkerHints());
   if (mailbox == nullptr) {
-    TROUPE_LOG(kError, kActors) << "Register: mailbox table is full (" << config_.max_mailboxes()
-                                << " mailboxes; raise max_mailboxes); actor not registered";
-    return {};
+    return absl::ResourceExhaustedError(
+        absl::StrCat("mailbox table is full (", config_.max_mailboxes(),
+                     " mailboxes; raise max_mailboxes); actor not registered"));
   }
   mailbox->set_pool(pool);
   mailbox->reset_run_time();

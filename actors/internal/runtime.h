@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -107,13 +108,34 @@ class Runtime {
   }
   // Rule 1 without a driver: the installed router, else kNoRoute.
   void RouteThroughRouter(EventHandlePtr ev);
+  // Extensions that must end before the node (see LeaseSystem in actors/node_hooks.h): add one,
+  // drop one, and the names of those alive.
+  uint64_t AddLease(std::string name) {
+    troupe::MutexLock lock(&routers_mu_);
+    leases_.emplace(++last_lease_, std::move(name));
+    return last_lease_;
+  }
+  void DropLease(uint64_t lease) {
+    troupe::MutexLock lock(&routers_mu_);
+    leases_.erase(lease);
+  }
+  std::vector<std::string> LiveLeases() const {
+    troupe::MutexLock lock(&routers_mu_);
+    std::vector<std::string> names;
+    for (const auto& [id, name] : leases_) {
+      names.push_back(name);
+    }
+    return names;
+  }
   // See AttachIoPoller and DetachIoPoller in actors/node_hooks.h.
   absl::Status AttachIoPoller(std::string_view pool, IoPoller* poller);
   void DetachIoPoller(IoPoller* poller);
 
   // -- actors -----------------------------------------------------------------------------------
 
+  // Register logs the reason and returns an empty id where TryRegister returns a status.
   ActorId Register(std::unique_ptr<Actor> actor, const RegisterOptions& options);
+  absl::StatusOr<ActorId> TryRegister(std::unique_ptr<Actor> actor, const RegisterOptions& options);
   ActorId RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> actor);
 
   // -- lookups ----------------------------------------------------------------------------------
@@ -193,9 +215,12 @@ class Runtime {
   std::atomic<uint64_t> failed_actors_{0};
   std::atomic<bool> stopped_{false};
   std::atomic<RemoteRouter*> remote_router_{nullptr};
-  // Every router ever installed, kept alive until the runtime dies (see SetRemoteRouter).
-  troupe::Mutex routers_mu_;
+  // Every router ever installed, kept alive until the runtime dies (see SetRemoteRouter), and
+  // the extensions' leases.
+  mutable troupe::Mutex routers_mu_;
   std::vector<std::shared_ptr<RemoteRouter>> routers_ ABSL_GUARDED_BY(routers_mu_);
+  std::map<uint64_t, std::string> leases_ ABSL_GUARDED_BY(routers_mu_);
+  uint64_t last_lease_ ABSL_GUARDED_BY(routers_mu_) = 0;
   // The node-wide metrics (dropped events, failed actors, live mailboxes, pending timers).
   std::vector<MetricsRegistry::Registration> node_metrics_;
 };

@@ -21,6 +21,7 @@
 #include "actors/event.h"
 #include "actors/events.h"
 #include "actors/log.h"
+#include "actors/node_hooks.h"
 #include "actors/sync.h"
 #include "actors/timer.h"
 #include "ut/actors/test_util.h"
@@ -651,6 +652,73 @@ TEST(LifecycleTest, CallsAfterStopAreDroppedAndFreed) {
   EXPECT_TRUE(late.IsEmpty()) << "Register after Stop must fail";
   EXPECT_TRUE(late_destroyed.HasBeenNotified()) << "the refused actor must be destroyed";
   EXPECT_EQ(g_live_actors.load(), 0);
+}
+
+// Counts its destructions.
+class Idle final : public Actor {
+ public:
+  explicit Idle(std::atomic<int>* destroyed) : Actor(&Idle::StateWork), destroyed_(destroyed) {}
+  ~Idle() override { destroyed_->fetch_add(1); }
+  Idle(const Idle&) = delete;
+  Idle& operator=(const Idle&) = delete;
+  Idle(Idle&&) = delete;
+  Idle& operator=(Idle&&) = delete;
+
+ private:
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+  std::atomic<int>* destroyed_;
+};
+
+TEST(LifecycleTest, RegisterFailsWithAStatusWhereItReturnsAnEmptyId) {
+  proto::ActorSystemConfig config = testutil::SmallConfig();
+  config.set_max_mailboxes(4096);
+  auto system = MakeSystem(config);
+  ASSERT_NE(system, nullptr);
+  std::atomic<int> destroyed{0};
+  auto idle = [&] { return std::make_unique<Idle>(&destroyed); };
+
+  EXPECT_EQ(system->TryRegister(nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(system->Register(nullptr).IsEmpty());
+  RegisterOptions no_pool;
+  no_pool.pool = 99;
+  EXPECT_EQ(system->TryRegister(idle(), no_pool).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(system->Register(idle(), no_pool).IsEmpty());
+  RegisterOptions no_kind;
+  no_kind.mailbox = static_cast<MailboxKind>(200);
+  EXPECT_EQ(system->TryRegister(idle(), no_kind).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(destroyed.load(), 3) << "a refused actor is destroyed";
+
+  // The mailbox table holds max_mailboxes: the next registration is refused, with both calls.
+  absl::Status full = absl::OkStatus();
+  for (int i = 0; i < 10'000 && full.ok(); ++i) {
+    full = system->TryRegister(idle()).status();
+  }
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find("max_mailboxes"), std::string::npos) << full;
+  EXPECT_TRUE(system->Register(idle()).IsEmpty());
+
+  system->Stop();
+  EXPECT_EQ(system->TryRegister(idle()).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(system->Register(idle()).IsEmpty());
+}
+
+TEST(LifecycleDeathTest, DestroyingASystemThatAnExtensionStillUsesAbortsNamingIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto system = MakeSystem();
+        SystemLease lease = LeaseSystem(*system, "the test extension");
+        system.reset();
+      },
+      "destroyed while the test extension still uses it: destroy it first");
+  // A released lease lets the system go.
+  auto system = MakeSystem();
+  ASSERT_NE(system, nullptr);
+  SystemLease lease = LeaseSystem(*system, "the test extension");
+  lease.Release();
+  system.reset();
 }
 
 }  // namespace
