@@ -6,6 +6,7 @@
 // growing table of peers).
 #include "interconnect/interconnect.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -19,12 +20,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 #include "actors/events.h"
 #include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
+#include "actors/sync.h"
+#include "interconnect/internal/events.h"
 #include "interconnect/internal/handshake_actor.h"
 #include "interconnect/internal/listener.h"
 #include "interconnect/internal/peer_table.h"
@@ -163,6 +168,7 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   }
 
   auto ic = std::unique_ptr<Interconnect>(new Interconnect());
+  ic->lease_ = LeaseSystem(*system, absl::StrCat("the Interconnect of node ", self));
   ic->system_ = system;
   ic->nameservice_ = nameservice;
   ic->incarnation_ = identity.incarnation;
@@ -251,9 +257,14 @@ Interconnect::~Interconnect() {
     transport_->Shutdown();
   }
   if (peers_ != nullptr) {
+    const bool drained = drained_.exchange(true);
     for (const std::shared_ptr<PeerChannel>& channel : peers_->Close()) {
       channel->metrics.clear();  // a later interconnect on this node publishes its own
       (void)system_->RegisterService(ProxyServiceId(channel->node), ActorId());
+      if (!drained) {
+        // Reported if the node runs it before it stops; Drain is the way to be sure.
+        system_->Send(channel->proxy, std::make_unique<EvCloseSession>(nullptr));
+      }
       system_->Send(channel->proxy, std::make_unique<EvPoison>());
     }
   }
@@ -283,6 +294,128 @@ std::vector<SessionCounters> Interconnect::Counters() const {
     all.push_back(counters);
   }
   return all;
+}
+
+// -- waiting for peers ----------------------------------------------------------------------------
+
+absl::Status Interconnect::WaitForSession(NodeId peer, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  const NodeId self = system_->node_id();
+  if (peer == self) {
+    return absl::OkStatus();
+  }
+  if (drained_.load(std::memory_order_acquire)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no session with node ", peer, ": the interconnect was drained"));
+  }
+  if (!nameservice_->Resolve(peer).has_value()) {
+    return absl::NotFoundError(absl::StrCat("node ", peer, " is not a member (nameservice)"));
+  }
+  PeerChannel* channel = peers_->GetOrCreate(peer);
+  if (channel == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no session with node ", peer, ": the interconnect is closing"));
+  }
+  std::string why;
+  if (channel->WaitUntilUp(deadline, &why)) {
+    return absl::OkStatus();
+  }
+  if (why.empty()) {
+    why = self < peer ? "never connected (dialling it)"
+                      : absl::StrCat("never connected (node ", peer,
+                                     " dials this node, which has the higher id; it has not)");
+  }
+  return absl::DeadlineExceededError(absl::StrCat("no session with node ", peer, " after ",
+                                                  absl::FormatDuration(timeout), ": ", why));
+}
+
+absl::Status Interconnect::WaitForMembers(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (const NodeEndpoint& member : nameservice_->Members()) {
+    if (absl::Status status = WaitForSession(member.node, deadline - absl::Now()); !status.ok()) {
+      return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Interconnect::SubscribeSession(NodeId peer, const ActorId& subscriber) {
+  if (subscriber.IsEmpty() || peer == system_->node_id()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SubscribeSession: ", subscriber.IsEmpty() ? "empty subscriber" : "node is this node"));
+  }
+  if (!nameservice_->Resolve(peer).has_value()) {
+    return absl::NotFoundError(absl::StrCat("node ", peer, " is not a member (nameservice)"));
+  }
+  PeerChannel* channel = peers_->GetOrCreate(peer);
+  if (channel == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no session with node ", peer, ": the interconnect is closing"));
+  }
+  system_->Send(channel->proxy, std::make_unique<EvSubscribeSession>(), kNoFlags, 0, subscriber);
+  return absl::OkStatus();
+}
+
+// -- stopping -------------------------------------------------------------------------------------
+
+Interconnect::DrainReport Interconnect::Drain(absl::Duration timeout) {
+  if (drained_.exchange(true, std::memory_order_acq_rel)) {
+    return {.flushed = true, .reported = 0};
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  auto held = [this] {
+    uint64_t bytes = 0;
+    for (const std::shared_ptr<PeerChannel>& channel : peers_->Channels()) {
+      bytes += channel->held_bytes.load(std::memory_order_relaxed);
+    }
+    return bytes;
+  };
+  // Acknowledgements come from the peers' sockets, not from anything this thread could wait on
+  // cheaply; a shutdown polls, starting fine and backing off.
+  absl::Duration pause = absl::Microseconds(100);
+  for (absl::Time now = absl::Now(); held() != 0 && now < deadline; now = absl::Now()) {
+    absl::SleepFor(std::min(pause, deadline - now));
+    pause = std::min(2 * pause, absl::Milliseconds(5));
+  }
+  DrainReport report;
+  report.flushed = held() == 0;
+  report.reported = router_->Close();
+
+  struct Closing {
+    bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return pending == 0; }
+    mutable troupe::Mutex mu;
+    size_t pending ABSL_GUARDED_BY(mu) = 0;
+    uint64_t reported ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto closing = std::make_shared<Closing>();
+  const std::vector<std::shared_ptr<PeerChannel>> channels = peers_->Channels();
+  {
+    troupe::MutexLock lock(&closing->mu);
+    closing->pending = channels.size();
+  }
+  for (const std::shared_ptr<PeerChannel>& channel : channels) {
+    system_->Send(channel->proxy, std::make_unique<EvCloseSession>([closing](uint64_t reported) {
+                    troupe::MutexLock lock(&closing->mu);
+                    --closing->pending;
+                    closing->reported += reported;
+                  }));
+  }
+  // Proxies answer within an activation; a node whose IC pool is stuck gets a bounded wait.
+  constexpr absl::Duration kCloseWait = absl::Seconds(5);
+  troupe::MutexLock lock(&closing->mu);
+  const bool closed = closing->mu.AwaitWithDeadline(absl::Condition(closing.get(), &Closing::Done),
+                                                    absl::Now() + kCloseWait);
+  if (!closed) {
+    TROUPE_LOG(kWarn, kInterconnect)
+        << "drain: " << closing->pending << " proxies did not close within " << kCloseWait
+        << " (is the interconnect's pool stuck?); their events are freed unreported";
+  }
+  report.reported += closing->reported;
+  TROUPE_LOG(kInfo, kInterconnect)
+      << "node " << system_->node_id() << " drained the interconnect: "
+      << (report.flushed ? "every event acknowledged" : "the timeout passed") << ", "
+      << report.reported << " events reported undelivered";
+  return report;
 }
 
 }  // namespace troupe::interconnect

@@ -53,9 +53,25 @@
 // Counters: every session publishes troupe_session_* metrics labelled peer into the node's
 // registry (ActorSystem::metrics(), actors/metrics.h); Counters() is a typed view of them.
 //
-// Lifetime: destroy the Interconnect before its ActorSystem (declare it after the system). The
-// destructor uninstalls the router (later remote sends get Undelivered{kShutdown}), stops the
-// transport's threads and ends the proxies; events still queued in proxies are freed with them.
+// Waiting for a peer: a plain thread calls WaitForSession(peer, timeout); an actor calls
+// SubscribeSession(peer, SelfId()) and gets EvNodeConnected, or EvNodeDisconnected when no session
+// comes within dead_peer_timeout (actors/session_events.h), and can Schedule its own shorter
+// timeout. The dialling side dials every member from the start, so a session comes up without
+// any event being sent. The log tells "no session with node N: never connected, tried for ..."
+// (nothing ever answered) from "session with node N ended: ..." (one existed).
+//
+// Stopping: Drain(timeout) lets the proxies flush what they hold and waits until every event is
+// acknowledged by its node, or the timeout passes; then every event still held is reported
+// Undelivered{kShutdown} (unsure when it was sent but not acknowledged): a tracked sender learns
+// its event's fate, an untracked one is counted in dropped_events, nothing is freed unreported.
+// Sends during the drain are still accepted, so replies to requests in flight go out; after it
+// they are refused with Undelivered{kShutdown}.
+//
+// Lifetime: destroy the Interconnect before its ActorSystem (troupe::Node, node.h, does it for
+// you); an ActorSystem destroyed first aborts with a message saying so (LeaseSystem in
+// actors/node_hooks.h). The destructor refuses later remote sends (Undelivered{kShutdown}), asks
+// each proxy to report what it holds as Drain(0) would, without waiting for it, stops the
+// transport and ends the proxies. Call Drain first to know the reports were made.
 //
 // Thread-safety: thread-safe.
 //
@@ -67,16 +83,20 @@
 //   (*system)->Send(troupe::ServiceId("echo", /*node=*/2), std::make_unique<EvPing>());
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
 #include "actors/metrics.h"
+#include "actors/node_hooks.h"
 #include "interconnect/nameservice.h"
 #include "interconnect/transport.h"
 
@@ -160,9 +180,49 @@ class Interconnect {
   // Returns the counters of every proxy, in node-id order (a view of the troupe_session_* metrics).
   std::vector<SessionCounters> Counters() const;
 
+  // -- waiting for peers --------------------------------------------------------------------------
+
+  // Blocks the calling thread until a session with `peer` is up (at once when it is), or
+  // `timeout` passes. OK for this node itself; kNotFound when the nameservice does not know
+  // `peer`; kDeadlineExceeded after the timeout, saying whether the peer was never reached, why
+  // the last attempt failed (unreachable, refused and why) or how the last session ended;
+  // kFailedPrecondition after Drain. Not for handlers (it would block a worker) nor for a node
+  // run by the deterministic test runtime (its time does not pass while a thread waits): actors
+  // use SubscribeSession.
+  absl::Status WaitForSession(NodeId peer, absl::Duration timeout);
+  // Blocks until a session with every member of the nameservice but this node is up, or
+  // `timeout` passes (one deadline for all). Errors as WaitForSession, for the first member
+  // without a session.
+  absl::Status WaitForMembers(absl::Duration timeout);
+  // Subscribes the local actor `subscriber` to the session with `peer`, as a send with
+  // kSubscribeOnSession would (actors/session_events.h): it gets EvNodeConnected when the session
+  // is up (at once when it is), else EvNodeDisconnected when none comes within
+  // dead_peer_timeout, and EvNodeDisconnected when the session ends. kNotFound when the
+  // nameservice does not know `peer`; kInvalidArgument for this node or an empty subscriber.
+  absl::Status SubscribeSession(NodeId peer, const ActorId& subscriber);
+
+  // -- stopping -----------------------------------------------------------------------------------
+
+  // What Drain did.
+  struct DrainReport {
+    // Every event held for a peer was acknowledged before the timeout.
+    bool flushed = false;
+    // Events reported Undelivered{kShutdown} by the close (those still held at the timeout, and
+    // sends that raced with the close).
+    uint64_t reported = 0;
+  };
+  // Waits until every event held for a peer is acknowledged, or `timeout` passes; then closes
+  // every session: what is still held is reported Undelivered{kShutdown}, connections close and
+  // later remote sends are refused the same way. Returns once every proxy has made its reports
+  // (their EvUndelivered are queued to the senders). Call it from a plain thread; a second call
+  // returns {flushed = true, reported = 0}. Not for a node run by the deterministic test runtime.
+  DrainReport Drain(absl::Duration timeout);
+
  private:
   Interconnect() = default;
 
+  // Declared first, released last: the ActorSystem aborts if destroyed while it is held.
+  SystemLease lease_;
   ActorSystem* system_ = nullptr;
   std::shared_ptr<Nameservice> nameservice_;
   std::shared_ptr<Transport> transport_;
@@ -176,6 +236,8 @@ class Interconnect {
   std::vector<MetricsRegistry::Registration> metrics_;
   uint16_t port_ = 0;
   uint64_t incarnation_ = 0;
+  // Drain ran: the proxies are closed.
+  std::atomic<bool> drained_{false};
 };
 
 }  // namespace troupe::interconnect

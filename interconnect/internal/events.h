@@ -13,6 +13,8 @@
 // Thread-safety: value types; thread-compatible.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -30,6 +32,8 @@ enum InternalEventType : EventType {
   kEvHandshakeDone,
   kEvHandshakeFailed,
   kEvHandoverEnd,
+  kEvSubscribeSession,
+  kEvCloseSession,
   kEvInternalEnd,
 };
 static_assert(InEventSpace(kEvInternalEnd - 1, kInterconnectEventSpace));
@@ -72,6 +76,19 @@ struct EvHandshakeFailed final : EventLocal<EvHandshakeFailed, kEvHandshakeFaile
 struct EvHandoverEnd final : EventLocal<EvHandoverEnd, kEvHandoverEnd> {
   explicit EvHandoverEnd(ConnectionId id) : connection(id) {}
   ConnectionId connection;
+};
+
+// Interconnect::SubscribeSession: the sender subscribes to the session as a kSubscribeOnSession
+// send would (actors/session_events.h), without sending anything to the peer.
+struct EvSubscribeSession final : EventLocal<EvSubscribeSession, kEvSubscribeSession> {};
+
+// Interconnect::Drain (or its destructor): the proxy reports every event it holds
+// Undelivered{kShutdown}, closes its connection and refuses what comes later, then calls `done`
+// (which may be empty).
+struct EvCloseSession final : EventLocal<EvCloseSession, kEvCloseSession> {
+  explicit EvCloseSession(std::function<void(uint64_t reported)> on_done)
+      : done(std::move(on_done)) {}
+  std::function<void(uint64_t reported)> done;
 };
 
 }  // namespace troupe::interconnect

@@ -86,6 +86,22 @@ absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& s
   return absl::OkStatus();
 }
 
+proto::Handshake MakeSessionHandshake(const LocalIdentity& self, NodeId peer,
+                                      uint64_t peer_incarnation, uint64_t received,
+                                      uint64_t max_frame_payload, uint64_t max_event_size) {
+  proto::Handshake hs;
+  hs.set_protocol_version(kProtocolVersion);
+  hs.set_cluster_id(self.cluster_id);
+  hs.set_from_node(self.node);
+  hs.set_to_node(peer);
+  hs.set_incarnation(self.incarnation);
+  hs.set_peer_incarnation(peer_incarnation);
+  hs.set_received(received);
+  hs.set_max_frame_payload(max_frame_payload);
+  hs.set_max_event_size(max_event_size);
+  return hs;
+}
+
 proto::Handshake MakeRefusal(const LocalIdentity& self, std::string_view reason) {
   proto::Handshake refusal;
   refusal.set_protocol_version(kProtocolVersion);

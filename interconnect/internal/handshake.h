@@ -88,6 +88,13 @@ absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& s
                             std::optional<NodeId> dialed,
                             std::optional<NodeId> certified = std::nullopt);
 
+// Returns the handshake `self` sends `peer`: `peer_incarnation` names the session it resumes (0:
+// none), `received` the last frame it received in order, and the largest frame payload and event
+// it accepts.
+proto::Handshake MakeSessionHandshake(const LocalIdentity& self, NodeId peer,
+                                      uint64_t peer_incarnation, uint64_t received,
+                                      uint64_t max_frame_payload, uint64_t max_event_size);
+
 // Returns the answer that refuses a dialler's connection for `reason`.
 proto::Handshake MakeRefusal(const LocalIdentity& self, std::string_view reason);
 

@@ -2,8 +2,12 @@
 #include "interconnect/internal/peer_table.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+
+#include "actors/node_hooks.h"
+#include "interconnect/internal/stream.h"
 
 namespace troupe::interconnect {
 
@@ -83,6 +87,16 @@ PeerChannel* PeerTable::GetOrCreate(NodeId node) {
   // release: pairs with the acquire in Find; a router that finds the channel sees its proxy.
   chunk->slots[node & (kChunkSize - 1)].store(raw, std::memory_order_release);
   return raw;
+}
+
+uint64_t PeerChannel::ReportQueued(ActorSystem& system, UndeliveredReason reason) {
+  uint64_t reported = 0;
+  Drain([&](EventHandlePtr ev) {
+    ++reported;
+    Release(HeldCharge(*ev));
+    ReportUndelivered(system, std::move(ev), reason);
+  });
+  return reported;
 }
 
 std::vector<std::shared_ptr<PeerChannel>> PeerTable::Close() {

@@ -17,15 +17,19 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
 #include "actors/event.h"
 #include "actors/event_queue.h"
+#include "actors/events.h"
 #include "actors/metrics.h"
 #include "actors/sync.h"
 
@@ -114,6 +118,31 @@ struct PeerChannel {
   }
   // Publishes `stats` as troupe_session_* metrics with the label peer.
   void PublishMetrics(MetricsRegistry& registry);
+  // Proxy or router: reports every event waiting in the queue Undelivered{`reason`} to `system`,
+  // giving back its charge; returns how many.
+  uint64_t ReportQueued(ActorSystem& system, UndeliveredReason reason);
+
+  // Proxy: the session came up or ended. Wakes the threads in WaitUntilUp.
+  void SetSessionUp(bool up) {
+    troupe::MutexLock lock(&session_mu_);
+    stats.up.store(up, std::memory_order_relaxed);
+    session_up_ = up;
+  }
+  // Proxy: why the last attempt to reach the peer, or the last session, failed.
+  void NoteFailure(std::string why) {
+    troupe::MutexLock lock(&session_mu_);
+    last_failure_ = std::move(why);
+  }
+  // Plain threads: waits until the session is up or `deadline` passes. Returns whether it is up;
+  // otherwise sets `*why` to what the proxy last said (empty when it never failed).
+  bool WaitUntilUp(absl::Time deadline, std::string* why) {
+    troupe::MutexLock lock(&session_mu_);
+    const bool up = session_mu_.AwaitWithDeadline(absl::Condition(&session_up_), deadline);
+    if (!up) {
+      *why = last_failure_;
+    }
+    return up;
+  }
 
  private:
   // Serialized events waiting for the proxy: many routing threads, one drainer at a time (the
@@ -122,6 +151,10 @@ struct PeerChannel {
   troupe::Mutex drain_mu_;
   // An EvKick is on its way to the proxy; the events routed meanwhile ride on it.
   std::atomic<bool> kicked_{false};
+  // The session's state for WaitUntilUp (stats.up is the lock-free copy the metrics read).
+  troupe::Mutex session_mu_;
+  bool session_up_ ABSL_GUARDED_BY(session_mu_) = false;
+  std::string last_failure_ ABSL_GUARDED_BY(session_mu_);
 };
 
 class PeerTable {

@@ -16,6 +16,7 @@
 #include "actors/log.h"
 #include "actors/node_hooks.h"
 #include "actors/session_events.h"
+#include "interconnect/internal/dial_backoff.h"
 #include "interconnect/internal/events.h"
 #include "interconnect/internal/handover.h"
 #include "interconnect/internal/wire.h"
@@ -35,7 +36,8 @@ class Proxy final : public Actor {
         out_(std::in_place, settings_.limits),
         decoder_(
             static_cast<uint32_t>(std::min<size_t>(settings_.limits.MaxPayload(), UINT32_MAX))),
-        records_(settings_.limits.max_event_size) {}
+        records_(settings_.limits.max_event_size),
+        backoff_(settings_.heartbeat, settings_.max_redial_delay) {}
 
   ~Proxy() override {
     if (conn_ != 0) {
@@ -53,9 +55,6 @@ class Proxy final : public Actor {
   // EvWakeup tags: the periodic tick, and a redial after a refused connect.
   static constexpr uint64_t kTick = 0;
   static constexpr uint64_t kRedial = 1;
-  static constexpr absl::Duration kFirstRedialDelay = absl::Milliseconds(20);
-  // Connections in a row this side may close for protocol errors before the session ends.
-  static constexpr uint64_t kMaxFailedLinks = 5;
 
   void Bootstrap() override {
     last_heard_ = Now();
@@ -71,6 +70,10 @@ class Proxy final : public Actor {
       TROUPE_HFUNC(EvHandshakeFailed, HandleHandshakeFailed);
       TROUPE_HFUNC(EvHandoverEnd, HandleHandoverEnd);
       TROUPE_HFUNC(EvWakeup, HandleTick);
+      case EvSubscribeSession::kEventType:
+        Subscribe(ev->sender());
+        break;
+        TROUPE_HFUNC(EvCloseSession, HandleClose);
       case EvBytesReceived::kEventType:
       case EvConnectionDown::kEventType:
         if (gate_.Admit(ev)) {
@@ -85,13 +88,14 @@ class Proxy final : public Actor {
   // -- events from the router --------------------------------------------------------------------
 
   void HandleKick(EventPtr<EvKick> /*ev*/) {
-    if (!session_up() && !HasPendingWork()) {
-      waiting_since_ = Now();  // the wait for a session starts with its first event
+    if (closed_) {
+      channel_->ReportQueued(*system(), UndeliveredReason::kShutdown);
+      return;
     }
+    NoteWaiting();
     channel_->Drain([this](EventHandlePtr ev) {
-      if (ev->HasFlag(kSubscribeOnSession) && !ev->sender().IsEmpty() &&
-          subscribers_.insert(ev->sender()).second && session_up()) {
-        Send(ev->sender(), std::make_unique<EvNodeConnected>(settings_.peer));
+      if (ev->HasFlag(kSubscribeOnSession) && !ev->sender().IsEmpty()) {
+        Subscribe(ev->sender());
       }
       if (absl::Status status = out_->Enqueue(ev); !status.ok()) {
         channel_->Release(HeldCharge(*ev));
@@ -101,11 +105,47 @@ class Proxy final : public Actor {
     Flush();
   }
 
+  // Without a session, the wait for one starts with the first event or subscriber.
+  void NoteWaiting() {
+    if (!session_up() && !HasPendingWork()) {
+      waiting_since_ = Now();
+    }
+  }
+
+  // Adds `who` to the session's subscribers; a new one hears at once that the session is up (or
+  // that it is closed for good).
+  void Subscribe(const ActorId& who) {
+    if (closed_) {
+      Send(who, std::make_unique<EvNodeDisconnected>(settings_.peer));
+      return;
+    }
+    NoteWaiting();
+    if (subscribers_.insert(who).second && session_up()) {
+      Send(who, std::make_unique<EvNodeConnected>(settings_.peer));
+    }
+  }
+
+  // Drain: everything held is reported Undelivered{kShutdown} (unsure if sent and not
+  // acknowledged), the connection closes, and later events are refused the same way.
+  void HandleClose(EventPtr<EvCloseSession> ev) {
+    uint64_t reported = 0;
+    if (!closed_) {
+      closed_ = true;
+      reported = EndSession("the interconnect is shutting down", /*keep_queued=*/false,
+                            UndeliveredReason::kShutdown) +
+                 channel_->ReportQueued(*system(), UndeliveredReason::kShutdown);
+      DropConnection();
+    }
+    if (ev.Get()->done) {
+      ev.Get()->done(reported);
+    }
+  }
+
   // -- connections -------------------------------------------------------------------------------
 
   // Starts an outgoing handshake actor when this side dials and no connection is up or coming.
   void Dial() {
-    if (!settings_.dials || link_ != Link::kNone || Now() < next_dial_at_) {
+    if (closed_ || !settings_.dials || link_ != Link::kNone || !backoff_.MayDial(Now())) {
       return;
     }
     std::optional<NodeEndpoint> endpoint = settings_.nameservice->Resolve(settings_.peer);
@@ -116,11 +156,12 @@ class Proxy final : public Actor {
     }
     HandshakeSettings handshake{.identity = settings_.identity,
                                 .transport = settings_.transport,
-                                .timeout = HandshakeTimeout(),
+                                .timeout = backoff_.HandshakeTimeout(settings_.dead_timeout),
                                 .refusals = settings_.refusals};
-    handshake_ = Register(MakeOutgoingHandshake(std::move(handshake), std::move(*endpoint),
-                                                SelfId(), MakeHandshake(peer_incarnation_)),
-                          settings_.handshakes);
+    handshake_ =
+        Register(MakeOutgoingHandshake(std::move(handshake), std::move(*endpoint), SelfId(),
+                                       MakeHandshake(settings_, peer_incarnation_, in_.received())),
+                 settings_.handshakes);
     if (!handshake_.IsEmpty()) {
       link_ = Link::kDialing;
     }
@@ -129,8 +170,8 @@ class Proxy final : public Actor {
   // A handshake actor hands over a checked connection (handover.h).
   void HandleHandshakeDone(EventPtr<EvHandshakeDone> ev) {
     const EvHandshakeDone& done = *ev.Get();
-    if (!done.incoming && (link_ != Link::kDialing || ev->sender() != handshake_)) {
-      settings_.transport->Close(done.connection);  // a dial we gave up on
+    if (closed_ || (!done.incoming && (link_ != Link::kDialing || ev->sender() != handshake_))) {
+      settings_.transport->Close(done.connection);  // a dial we gave up on, or a closed session
       return;
     }
     if (done.incoming && conn_ != 0) {
@@ -146,7 +187,8 @@ class Proxy final : public Actor {
     out_->SetPeerLimits(hs.max_frame_payload(), hs.max_event_size());
     if (done.incoming) {
       std::string bytes;
-      AppendHandshake(MakeHandshake(resume ? hs.incarnation() : 0), &bytes);
+      AppendHandshake(MakeHandshake(settings_, resume ? hs.incarnation() : 0, in_.received()),
+                      &bytes);
       Write(std::move(bytes));
     } else {
       decoder_.Append(done.rest);
@@ -166,10 +208,9 @@ class Proxy final : public Actor {
     switch (ev.Get()->kind) {
       case EvHandshakeFailed::Kind::kUnreachable:
         // Refused (the peer is not listening yet, or restarting): try again soon, backing off.
-        if (!redial_pending_) {
-          redial_pending_ = true;
-          ScheduleWakeup(redial_delay_, kRedial);
-          redial_delay_ = std::min(redial_delay_ * 2, settings_.heartbeat);
+        channel_->NoteFailure(absl::StrCat("unreachable: ", ev.Get()->reason.message()));
+        if (std::optional<absl::Duration> delay = backoff_.Unreachable(); delay.has_value()) {
+          ScheduleWakeup(*delay, kRedial);
         }
         break;
       case EvHandshakeFailed::Kind::kTimeout:
@@ -178,7 +219,8 @@ class Proxy final : public Actor {
       case EvHandshakeFailed::Kind::kRefused:
         // The handshake actor logged why (once per change of reason).
         Stats::Bump(stats_.refusals);
-        last_failure_ = absl::StrCat(ev.Get()->reason.message());
+        backoff_.NoteFailure(absl::StrCat(ev.Get()->reason.message()));
+        channel_->NoteFailure(absl::StrCat("refused: ", backoff_.last_failure()));
         PauseDialling();
         break;
       case EvHandshakeFailed::Kind::kDown:
@@ -238,26 +280,6 @@ class Proxy final : public Actor {
     return out_->queued_events() > 0 || out_->unacked_frames() > 0 || !subscribers_.empty();
   }
 
-  // A peer that accepted our connection answers the handshake at once; one that does not (a
-  // black hole, a stuck relay) is redialled after two heartbeats rather than the whole timeout.
-  absl::Duration HandshakeTimeout() const {
-    return std::min(2 * settings_.heartbeat, settings_.dead_timeout);
-  }
-
-  proto::Handshake MakeHandshake(uint64_t peer_incarnation) const {
-    proto::Handshake hs;
-    hs.set_protocol_version(kProtocolVersion);
-    hs.set_cluster_id(settings_.identity.cluster_id);
-    hs.set_from_node(settings_.identity.node);
-    hs.set_to_node(settings_.peer);
-    hs.set_incarnation(settings_.identity.incarnation);
-    hs.set_peer_incarnation(peer_incarnation);
-    hs.set_received(in_.received());
-    hs.set_max_frame_payload(settings_.limits.MaxPayload());
-    hs.set_max_event_size(settings_.limits.max_event_size);
-    return hs;
-  }
-
   // Decides from the peer's handshake whether this connection resumes the living session (both
   // sides name each other's incarnation) or starts a new one, ending the old. Returns true to
   // resume.
@@ -280,7 +302,7 @@ class Proxy final : public Actor {
     records_.Reset();
     ack_sent_ = 0;
     Stats::Bump(stats_.sessions);
-    stats_.up.store(true, std::memory_order_relaxed);
+    channel_->SetSessionUp(true);
     TROUPE_LOG(kInfo, kInterconnect) << "session with node " << settings_.peer
                                      << " up (peer incarnation " << peer_incarnation_ << ")";
     for (const ActorId& subscriber : subscribers_) {
@@ -292,13 +314,8 @@ class Proxy final : public Actor {
   // The connection carries the session from now on: resend what the peer has not received.
   void LinkUp(uint64_t peer_received) {
     link_ = Link::kUp;
-    redial_delay_ = kFirstRedialDelay;
-    ever_connected_ = true;
+    backoff_.LinkUp();
     link_progress_ = false;
-    if (failed_links_ == 0) {
-      failure_delay_ = absl::ZeroDuration();  // the pause was for refusals: this one answered
-      next_dial_at_ = absl::InfinitePast();
-    }
     Stats::Bump(stats_.connections);
     stats_.connected.store(true, std::memory_order_relaxed);
     std::string bytes;
@@ -315,11 +332,7 @@ class Proxy final : public Actor {
       Write(std::move(bytes));
     }
     if (!Flush() && !resent) {
-      // A first frame at once: the peer's sign of life that this connection works.
-      std::string control;
-      AppendControlFrame(in_.received(), &control);
-      ack_sent_ = in_.received();
-      Write(std::move(control));
+      WriteControlFrame();  // at once: the peer's sign of life that this connection works
     }
   }
 
@@ -412,6 +425,14 @@ class Proxy final : public Actor {
   // Gives the peer's budget back what the stream released.
   void ReleaseHeld() { channel_->Release(out_->TakeReleased()); }
 
+  // An acknowledgement alone: a heartbeat, or a connection's first sign of life.
+  void WriteControlFrame() {
+    std::string bytes;
+    AppendControlFrame(in_.received(), &bytes);
+    ack_sent_ = in_.received();
+    Write(std::move(bytes));
+  }
+
   void Write(std::string bytes) {
     Stats::Bump(stats_.bytes_written, bytes.size());
     last_written_ = Now();
@@ -420,8 +441,11 @@ class Proxy final : public Actor {
 
   // Heartbeats, dead-peer detection, redialling.
   void HandleTick(EventPtr<EvWakeup> ev) {
+    if (closed_) {
+      return;  // no more ticks: the proxy only refuses from now on
+    }
     if (ev.Get()->tag == kRedial) {
-      redial_pending_ = false;
+      backoff_.RedialDue();
       Dial();
       return;
     }
@@ -441,28 +465,29 @@ class Proxy final : public Actor {
     } else if (!pending) {
       waiting_since_ = now;
     } else if (now - waiting_since_ > settings_.dead_timeout) {
-      EndSession(absl::StrCat(
-          ever_connected_ ? "could not reach it again for " : "never connected, tried for ",
-          absl::FormatDuration(now - waiting_since_),
-          last_failure_.empty() ? "" : absl::StrCat(" (last: ", last_failure_, ")")));
+      EndSession(absl::StrCat(backoff_.ever_connected() ? "could not reach it again for "
+                                                        : "never connected, tried for ",
+                              absl::FormatDuration(now - waiting_since_),
+                              backoff_.last_failure().empty()
+                                  ? ""
+                                  : absl::StrCat(" (last: ", backoff_.last_failure(), ")")));
     }
     if (link_ == Link::kUp && now - last_written_ >= settings_.heartbeat) {
-      std::string bytes;
-      AppendControlFrame(in_.received(), &bytes);
-      ack_sent_ = in_.received();
-      Write(std::move(bytes));
+      WriteControlFrame();
     }
     Dial();
     ScheduleWakeup(settings_.heartbeat, kTick);
   }
 
-  // Ends the session: reports every event it holds (with `keep_queued`, only those sent: the
-  // queued ones wait for the next session) and tells the subscribers.
-  void EndSession(std::string_view reason, bool keep_queued = false) {
+  // Ends the session: reports every event it holds as `why` (with `keep_queued`, only those
+  // sent: the queued ones wait for the next session) and tells the subscribers. Returns how many
+  // it reported.
+  size_t EndSession(std::string_view reason, bool keep_queued = false,
+                    UndeliveredReason why = UndeliveredReason::kDisconnected) {
     size_t reported = 0;
     auto report = [&](EventHandlePtr ev, bool unsure) {
       ++reported;
-      ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kDisconnected, unsure);
+      ReportUndelivered(*system(), std::move(ev), why, unsure);
     };
     if (keep_queued) {
       out_->Restart(report);
@@ -476,21 +501,30 @@ class Proxy final : public Actor {
     in_ = InboundStream();
     records_.Reset();
     ack_sent_ = 0;
-    TROUPE_LOG(kWarn, kInterconnect)
-        << "session with node " << settings_.peer << " ended: " << reason << " (" << reported
-        << " events not known delivered"
-        << (keep_queued ? absl::StrCat(", ", out_->queued_events(), " never sent kept for the next")
-                        : std::string())
-        << ")";
+    // Without a session (events or subscribers waited for one that never came) the line must not
+    // read as if one had existed.
+    const bool had_session = session_up();
+    if (why != UndeliveredReason::kShutdown || reported > 0) {  // a clean stop is no news
+      TROUPE_LOG(kWarn, kInterconnect)
+          << (had_session ? "session with node " : "no session with node ") << settings_.peer
+          << (had_session ? " ended: " : ": ") << reason << " (" << reported
+          << " events not known delivered"
+          << (keep_queued ? absl::StrCat(", ", out_->queued_events(), " never sent kept for next")
+                          : std::string())
+          << ")";
+    }
     for (const ActorId& subscriber : subscribers_) {
       Send(subscriber, std::make_unique<EvNodeDisconnected>(settings_.peer));
     }
     subscribers_.clear();
     peer_incarnation_ = 0;
     waiting_since_ = Now();
-    stats_.up.store(false, std::memory_order_relaxed);
+    channel_->NoteFailure(had_session ? "session ended: " + std::string(reason)
+                                      : std::string(reason));
+    channel_->SetSessionUp(false);
     Stats::Set(stats_.queued_events, out_->queued_events());
     Stats::Set(stats_.unacked_bytes, 0);
+    return reported;
   }
 
   // Closes the connection for a fault of the peer's bytes; the session lives on (a redial resends
@@ -499,7 +533,7 @@ class Proxy final : public Actor {
     Stats::Bump(stats_.protocol_errors);
     const std::string line =
         absl::StrCat("closing the connection to node ", settings_.peer, ": ", status.message());
-    if (failed_links_ == 0) {
+    if (backoff_.failed_links() == 0) {
       TROUPE_LOG(kWarn, kInterconnect) << line;
     } else {
       TROUPE_LOG(kDebug, kInterconnect) << line;  // logged when its streak began
@@ -519,13 +553,15 @@ class Proxy final : public Actor {
       if (link_progress_) {
         ResetFailures();
       }
-      return failed_links_ == 0;
+      return backoff_.failed_links() == 0;
     }
-    last_failure_ = reason;
-    Stats::Set(stats_.failed_links, ++failed_links_);
-    if (failed_links_ >= kMaxFailedLinks) {
-      EndSession(absl::StrCat(failed_links_, " connections in a row failed (last: ", reason, ")"));
-      Stats::Set(stats_.failed_links, failed_links_ = 0);
+    backoff_.NoteFailure(reason);
+    const uint64_t failed = backoff_.AddFailedLink();
+    Stats::Set(stats_.failed_links, failed);
+    if (failed >= DialBackoff::kMaxFailedLinks) {
+      EndSession(absl::StrCat(failed, " connections in a row failed (last: ", reason, ")"));
+      backoff_.ForgetFailedLinks();
+      Stats::Set(stats_.failed_links, 0);
     }
     PauseDialling();
     return false;
@@ -537,21 +573,16 @@ class Proxy final : public Actor {
   }
 
   void ResetFailures() {
-    if (failed_links_ != 0 || failure_delay_ != absl::ZeroDuration()) {
-      Stats::Set(stats_.failed_links, failed_links_ = 0);
-      failure_delay_ = absl::ZeroDuration();
-      next_dial_at_ = absl::InfinitePast();
+    if (backoff_.Reset()) {
+      Stats::Set(stats_.failed_links, 0);
     }
   }
 
-  // Dials again only after a pause: a heartbeat, doubling with each failure up to the maximum.
+  // Dials again only after a pause (dial_backoff.h).
   void PauseDialling() {
-    failure_delay_ = failure_delay_ == absl::ZeroDuration()
-                         ? settings_.heartbeat
-                         : std::min(2 * failure_delay_, settings_.max_redial_delay);
-    next_dial_at_ = Now() + failure_delay_;
+    const absl::Duration pause = backoff_.Pause(Now());
     if (settings_.dials) {
-      ScheduleWakeup(failure_delay_, kRedial);
+      ScheduleWakeup(pause, kRedial);
     }
   }
 
@@ -582,6 +613,8 @@ class Proxy final : public Actor {
   uint64_t ack_sent_ = 0;
   uint64_t peer_incarnation_ = 0;
   absl::flat_hash_set<ActorId> subscribers_;
+  // Drained (EvCloseSession): everything is refused from now on.
+  bool closed_ = false;
 
   // The connection carrying it, and the handshake actor dialling one (kDialing).
   Link link_ = Link::kNone;
@@ -593,17 +626,8 @@ class Proxy final : public Actor {
   FrameDecoder decoder_;
   // Reassembles chunked events across the session's frames.
   RecordDecoder records_;
-  // Backoff of redials after refused connects (reset when a connection carries the session).
-  absl::Duration redial_delay_ = kFirstRedialDelay;
-  bool redial_pending_ = false;
-
-  // Connections in a row closed for protocol errors, the pause before the next dial (after those
-  // or refusals), and the last failure's reason for the log line that ends a session.
-  uint64_t failed_links_ = 0;
-  absl::Duration failure_delay_ = absl::ZeroDuration();
-  absl::Time next_dial_at_ = absl::InfinitePast();
-  std::string last_failure_;
-  bool ever_connected_ = false;
+  // When to dial again, the failure streak, the last failure (dial_backoff.h).
+  DialBackoff backoff_;
   // The connection up now: where the streams stood when it came up, and whether it moved either
   // stream since (which ends a failure streak).
   uint64_t link_acknowledged_ = 0;

@@ -31,11 +31,13 @@
 // Thread-safety: actor-confined.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "absl/time/time.h"
 
 #include "actors/actor.h"
+#include "interconnect/internal/handshake.h"
 #include "interconnect/internal/handshake_actor.h"
 #include "interconnect/internal/peer_table.h"
 #include "interconnect/internal/stream.h"
@@ -62,6 +64,14 @@ struct SessionSettings {
   // Longest pause between dials after refusals or failed connections (the first is a heartbeat).
   absl::Duration max_redial_delay = absl::Seconds(10);
 };
+
+// Returns the handshake of `settings`' node to its peer (handshake.h): resuming the session with
+// `peer_incarnation` (0: none), having received the frames up to `received`.
+inline proto::Handshake MakeHandshake(const SessionSettings& settings, uint64_t peer_incarnation,
+                                      uint64_t received) {
+  return MakeSessionHandshake(settings.identity, settings.peer, peer_incarnation, received,
+                              settings.limits.MaxPayload(), settings.limits.max_event_size);
+}
 
 // The proxy of `channel`'s peer.
 std::unique_ptr<Actor> MakeProxy(SessionSettings settings, std::shared_ptr<PeerChannel> channel);

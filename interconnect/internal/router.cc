@@ -54,14 +54,13 @@ PeerChannel* Router::ChannelFor(NodeId node) {
   return peers_->GetOrCreate(node);
 }
 
-void Router::Close() {
+uint64_t Router::Close() {
   closed_.store(true, std::memory_order_release);
+  uint64_t reported = 0;
   for (const std::shared_ptr<PeerChannel>& channel : peers_->Close()) {
-    channel->Drain([&](EventHandlePtr ev) {
-      channel->Release(HeldCharge(*ev));
-      ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kShutdown);
-    });
+    reported += channel->ReportQueued(*system_, UndeliveredReason::kShutdown);
   }
+  return reported;
 }
 
 }  // namespace troupe::interconnect

@@ -45,8 +45,9 @@ class Router final : public RemoteRouter {
         admit_limit_(admit_limit) {}
 
   void Route(EventHandlePtr ev) override;
-  // Refuses every later event and reports those still queued in channels as kShutdown.
-  void Close();
+  // Refuses every later event and reports those still queued in channels as kShutdown; returns
+  // how many it reported.
+  uint64_t Close();
 
  private:
   // The channel of `node`: found, or created for a member of the nameservice; null otherwise.

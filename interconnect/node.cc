@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "interconnect/node.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+#include "actors/log.h"
+
+namespace troupe {
+namespace {
+
+// Sums what the node's pools have handled and still have ready.
+struct Activity {
+  uint64_t handled = 0;
+  int64_t ready = 0;
+};
+
+Activity ActivityOf(const ActorSystem& system) {
+  Activity activity;
+  for (const PoolCounters& pool : system.Counters().pools) {
+    activity.handled += pool.events;
+    activity.ready += pool.queue_length;
+  }
+  return activity;
+}
+
+// Waits until no pool has a ready mailbox and nothing was handled for a few milliseconds, or
+// until `deadline`: the actors have handled what the drain reported to them (Undelivered), and
+// whatever that made them send.
+void WaitUntilQuiet(const ActorSystem& system, absl::Time deadline) {
+  constexpr absl::Duration kQuiet = absl::Milliseconds(5);
+  Activity last = ActivityOf(system);
+  absl::Time quiet_since = absl::Now();
+  for (absl::Time now = quiet_since; now < deadline; now = absl::Now()) {
+    absl::SleepFor(std::min(absl::Milliseconds(1), deadline - now));
+    const Activity activity = ActivityOf(system);
+    if (activity.ready != 0 || activity.handled != last.handled) {
+      quiet_since = absl::Now();
+    } else if (absl::Now() - quiet_since >= kQuiet) {
+      return;
+    }
+    last = activity;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig& config,
+                                                  NodeOptions options) {
+  absl::StatusOr<std::unique_ptr<ActorSystem>> system = ActorSystem::Create(config);
+  if (!system.ok()) {
+    return system.status();
+  }
+  auto node = std::unique_ptr<Node>(new Node());
+  node->id_ = (*system)->node_id();
+  node->system_ = std::move(*system);
+  if (options.on_system_start) {
+    if (absl::Status status = options.on_system_start(*node->system_); !status.ok()) {
+      return status;  // ~Node stops the system
+    }
+  }
+  const proto::InterconnectConfig& ic = node->system_->config().interconnect();
+  if (ic.nodes_size() > 0 || options.interconnect.nameservice != nullptr) {
+    absl::StatusOr<std::unique_ptr<interconnect::Interconnect>> started =
+        interconnect::Interconnect::Start(node->system_.get(), std::move(options.interconnect));
+    if (!started.ok()) {
+      return started.status();  // ~Node stops the system
+    }
+    node->interconnect_ = std::move(*started);
+  }
+  return node;
+}
+
+Node::~Node() { (void)Shutdown(absl::ZeroDuration()); }
+
+absl::Status Node::WaitForPeer(NodeId peer, absl::Duration timeout) {
+  if (stopped_ || interconnect_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", id_, " cannot wait for node ", peer, ": ",
+                     stopped_ ? "it is shutting down" : "it has no interconnect (no node table)"));
+  }
+  return interconnect_->WaitForSession(peer, timeout);
+}
+
+absl::Status Node::WaitForPeers(absl::Duration timeout) {
+  if (stopped_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", id_, " cannot wait for peers: it is shutting down"));
+  }
+  return interconnect_ == nullptr ? absl::OkStatus() : interconnect_->WaitForMembers(timeout);
+}
+
+Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {
+  if (stopped_) {
+    return {};
+  }
+  stopped_ = true;
+  ShutdownReport report;
+  if (interconnect_ != nullptr) {
+    const interconnect::Interconnect::DrainReport drained = interconnect_->Drain(timeout);
+    report.flushed = drained.flushed;
+    report.reported = drained.reported;
+    interconnect_.reset();
+    if (drained.reported > 0) {
+      WaitUntilQuiet(*system_, absl::Now() + timeout);
+    }
+  }
+  system_->Stop();
+  TROUPE_LOG(kInfo, kActors) << "node " << id_ << " stopped"
+                             << (report.reported > 0
+                                     ? absl::StrCat(" (", report.reported,
+                                                    " remote events reported undelivered)")
+                                     : std::string());
+  return report;
+}
+
+}  // namespace troupe

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Node: one process's whole Troupe node — its ActorSystem and, when the config has a node table,
+// its Interconnect — started from one config and stopped in the right order. A service keeps one
+// Node and nothing else; the runtime and interconnect it exposes are the usual ones.
+//
+// Lifecycle:
+//   | call                  | does                                                               |
+//   |-----------------------|--------------------------------------------------------------------|
+//   | Start(config)         | validates the config, creates the ActorSystem, runs                |
+//   |                       | on_system_start (register services there), starts the interconnect |
+//   |                       | when config.interconnect() lists nodes (the node is then listening |
+//   |                       | and dialling every member); on failure nothing is left running and |
+//   |                       | the status names the field or the cause                            |
+//   | WaitForPeer(s)        | blocks until sessions are up, with a timeout (interconnect.h)      |
+//   | Shutdown(timeout)     | drains the interconnect (events held for peers are acknowledged or |
+//   |                       | reported Undelivered{kShutdown}), destroys it, lets the actors     |
+//   |                       | handle those reports, then stops the ActorSystem (actors are       |
+//   |                       | destroyed, their destructors run); idempotent                      |
+//   | ~Node                 | Shutdown(absl::ZeroDuration()) unless it ran                       |
+// The Interconnect is destroyed before the ActorSystem by construction; destroying an
+// ActorSystem while an Interconnect still uses it aborts with a message (actors/node_hooks.h).
+//
+// Thread-safety: thread-safe until Shutdown begins; Shutdown and the destructor must be called
+// from a plain thread (not a handler of this node), once the node's other users are done.
+//
+// Example (a client that waits for its server, asks, and leaves nothing behind):
+//
+//   absl::StatusOr<std::unique_ptr<troupe::Node>> node = troupe::Node::Start(config);
+//   if (!node.ok()) { std::cerr << node.status() << "\n"; return 2; }
+//   if (absl::Status up = (*node)->WaitForPeer(1, absl::Seconds(10)); !up.ok()) { ... }
+//   (*node)->system().Send(troupe::ServiceId("echo", 1), std::make_unique<EvPing>());
+//   ...
+//   troupe::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+#include "actors/actor_id.h"
+#include "actors/actor_system.h"
+#include "interconnect/interconnect.h"
+#include "proto/config.pb.h"
+
+namespace troupe {
+
+struct NodeOptions {
+  // Runs once the ActorSystem is up and before the interconnect starts, so that what it
+  // registers (services, their actors) is there before any peer can send to this node. A failure
+  // fails Start with its status.
+  std::function<absl::Status(ActorSystem& system)> on_system_start = nullptr;
+  // How the interconnect starts (transport, nameservice, incarnation, pool); unused without a
+  // node table in the config.
+  interconnect::InterconnectOptions interconnect = {};
+};
+
+class Node {
+ public:
+  // What Shutdown did.
+  struct ShutdownReport {
+    // Every event held for a peer was acknowledged by its node before the timeout (true for a
+    // node without an interconnect).
+    bool flushed = true;
+    // Events reported Undelivered{kShutdown} because the timeout passed.
+    uint64_t reported = 0;
+  };
+
+  // Starts a node from `config` (see the file comment). kInvalidArgument names the config field
+  // at fault; the interconnect's errors are those of Interconnect::Start.
+  static absl::StatusOr<std::unique_ptr<Node>> Start(const proto::ActorSystemConfig& config,
+                                                     NodeOptions options = {});
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  Node(Node&&) = delete;
+  Node& operator=(Node&&) = delete;
+
+  // -- the parts ----------------------------------------------------------------------------------
+
+  NodeId id() const { return id_; }
+  // Returns the node's runtime. Valid until Shutdown.
+  ActorSystem& system() const { return *system_; }
+  // Returns the node's interconnect, or null when the config has no node table. Valid until
+  // Shutdown.
+  interconnect::Interconnect* interconnect() const { return interconnect_.get(); }
+
+  // -- peers ------------------------------------------------------------------------------------
+
+  // Blocks until the session with node `peer` is up or `timeout` passes
+  // (Interconnect::WaitForSession: OK for this node, kNotFound for a node not in the table,
+  // kDeadlineExceeded saying why). kFailedPrecondition for a node without an interconnect, or
+  // after Shutdown began.
+  absl::Status WaitForPeer(NodeId peer, absl::Duration timeout);
+  // Blocks until sessions with every other member are up, one `timeout` for all
+  // (Interconnect::WaitForMembers). OK at once for a node without an interconnect.
+  absl::Status WaitForPeers(absl::Duration timeout);
+
+  // -- stopping -----------------------------------------------------------------------------------
+
+  // Stops the node (see the file comment): `timeout` bounds the drain of remote events; the
+  // actors then get a moment to handle the Undelivered reports (at most `timeout` more, and only
+  // while events are still being handled) before the system stops. A second call returns
+  // {flushed = true, reported = 0}.
+  ShutdownReport Shutdown(absl::Duration timeout);
+
+ private:
+  Node() = default;
+
+  NodeId id_ = 0;
+  std::unique_ptr<ActorSystem> system_;
+  // Declared after the system, so that it is destroyed first even if Shutdown never ran.
+  std::unique_ptr<interconnect::Interconnect> interconnect_;
+  bool stopped_ = false;
+};
+
+}  // namespace troupe
