@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// troupe_loadgen: the controller of a load test, itself a node of the cluster. Waits until every
-// other node of the table answers an echo ping, starts `--pairs` sender→receiver pairs (pair i:
+// troupe_loadgen: the controller of a load test, itself a node of the cluster. Waits until a
+// session with every other node of the table is up, starts `--pairs` sender→receiver pairs (pair i:
 // sender others[i % K], receiver others[(i + 1) % K]), prints throughput each second and, at the
 // end, a table per pair (events, events/s, MB/s of payload, RTT percentiles, lost, duplicated).
 // Exits 0 only when every pair reported, every event sent was acknowledged once and in order.
@@ -18,7 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -37,6 +36,7 @@
 #include "examples/loadtest.h"
 #include "examples/node_runner.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/node.h"
 
 ABSL_FLAG(std::string, config, "", "cluster config (protobuf text, proto/config.proto)");
 ABSL_FLAG(uint32_t, node_id, 0, "this node's id; 0 keeps the config's node_id");
@@ -44,7 +44,7 @@ ABSL_FLAG(int, pairs, 0, "sender→receiver pairs; 0 means one per other node");
 ABSL_FLAG(int, payload, 64, "payload bytes per data event");
 ABSL_FLAG(int, window, 256, "data events in flight per pair, at most");
 ABSL_FLAG(int, seconds, 5, "how long each pair sends");
-ABSL_FLAG(int, connect_timeout_s, 30, "how long to wait for every node to answer an echo ping");
+ABSL_FLAG(int, connect_timeout_s, 30, "how long to wait for a session with every other node");
 
 namespace {
 
@@ -55,10 +55,6 @@ using troupe::examples::LoadReport;
 // What the controller actor learned, read by the main thread.
 class Board {
  public:
-  void Echoed(NodeId node) {
-    troupe::MutexLock lock(&mu_);
-    echoed_.insert(node);
-  }
   void Progress(uint32_t pair, uint64_t acked, uint64_t bytes) {
     troupe::MutexLock lock(&mu_);
     progress_[pair] = {acked, bytes};
@@ -93,14 +89,6 @@ class Board {
     senders_[pair] = node;
   }
 
-  size_t echoed() const {
-    troupe::MutexLock lock(&mu_);
-    return echoed_.size();
-  }
-  bool HasEchoed(NodeId node) const {
-    troupe::MutexLock lock(&mu_);
-    return echoed_.contains(node);
-  }
   // Returns the acked events and bytes summed over the pairs: the larger of a pair's last
   // progress and its report (a pair given up on has an empty report).
   std::pair<uint64_t, uint64_t> Totals() const {
@@ -129,13 +117,12 @@ class Board {
 
  private:
   mutable troupe::Mutex mu_;
-  std::set<NodeId> echoed_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> progress_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, LoadReport> reports_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, NodeId> senders_ ABSL_GUARDED_BY(mu_);
 };
 
-// Receives pongs, progress and reports for the main thread. LoadStarts are sent in its name (the
+// Receives progress and reports for the main thread. LoadStarts are sent in its name (the
 // cookie is the pair id) with kTrackDelivery | kSubscribeOnSession, so it also learns when one is
 // undelivered or when a sender node's session dies.
 class Controller final : public troupe::Actor {
@@ -145,7 +132,6 @@ class Controller final : public troupe::Actor {
  private:
   TROUPE_STATE(StateWork) {
     switch (ev->type()) {
-      TROUPE_HFUNC(troupe::examples::EvEchoPong, HandlePong);
       TROUPE_HFUNC(troupe::examples::EvLoadProgress, HandleProgress);
       TROUPE_HFUNC(troupe::examples::EvLoadReport, HandleReport);
       TROUPE_HFUNC(troupe::EvUndelivered, HandleUndelivered);
@@ -156,9 +142,6 @@ class Controller final : public troupe::Actor {
     }
   }
 
-  void HandlePong(troupe::EventPtr<troupe::examples::EvEchoPong> ev) {
-    board_->Echoed(ev->sender().node_id());
-  }
   void HandleProgress(troupe::EventPtr<troupe::examples::EvLoadProgress> ev) {
     const troupe::examples::LoadProgress& progress = ev.Get()->record;
     board_->Progress(progress.pair_id(), progress.acked(), progress.bytes());
@@ -278,16 +261,9 @@ int Run() {
     std::fprintf(stderr, "troupe_loadgen: %s\n", absl::StrCat(config.status().message()).c_str());
     return 2;
   }
-  absl::StatusOr<std::unique_ptr<troupe::ActorSystem>> system =
-      troupe::ActorSystem::Create(*config);
-  if (!system.ok()) {
-    std::fprintf(stderr, "troupe_loadgen: %s\n", absl::StrCat(system.status().message()).c_str());
-    return 2;
-  }
-  troupe::examples::EnableSessionLogs();
-  const NodeId self = (*system)->node_id();
+  const NodeId self = config->node_id();
   std::vector<NodeId> others;
-  for (const troupe::proto::NodeAddress& node : (*system)->config().interconnect().nodes()) {
+  for (const troupe::proto::NodeAddress& node : config->interconnect().nodes()) {
     if (node.node_id() != self) {
       others.push_back(node.node_id());
     }
@@ -302,20 +278,25 @@ int Run() {
   const int pair_count =
       absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : static_cast<int>(k);
 
-  const troupe::ActorId controller = (*system)->Register(std::make_unique<Controller>(&board));
-  absl::StatusOr<std::unique_ptr<troupe::interconnect::Interconnect>> ic =
-      troupe::interconnect::Interconnect::Start(system->get());
-  if (!ic.ok()) {
-    std::fprintf(stderr, "troupe_loadgen: node %u: %s\n", self,
-                 absl::StrCat(ic.status().message()).c_str());
-    return absl::IsInvalidArgument(ic.status()) ? 2 : 1;
-  }
-  troupe::examples::SessionWatcher watcher(self, ic->get());
-  // Stops the interconnect before the system on every path out of here.
-  absl::Cleanup stop = [&ic, &system] {
-    ic->reset();
-    (*system)->Stop();
+  troupe::ActorId controller;
+  troupe::NodeOptions options;
+  options.on_system_start = [&board, &controller](troupe::ActorSystem& system) {
+    troupe::examples::EnableSessionLogs();
+    absl::StatusOr<troupe::ActorId> registered =
+        system.TryRegister(std::make_unique<Controller>(&board));
+    controller = registered.value_or(troupe::ActorId());
+    return registered.status();
   };
+  // The node stops on every path out of here: the interconnect drains, then the system stops.
+  absl::StatusOr<std::unique_ptr<troupe::Node>> node =
+      troupe::Node::Start(*config, std::move(options));
+  if (!node.ok()) {
+    std::fprintf(stderr, "troupe_loadgen: node %u: %s\n", self,
+                 absl::StrCat(node.status().message()).c_str());
+    return absl::IsInvalidArgument(node.status()) ? 2 : 1;
+  }
+  troupe::ActorSystem& system = (*node)->system();
+  troupe::examples::SessionWatcher watcher(self, (*node)->interconnect());
 
   // Sleeps `d` unless a termination signal comes; returns false then.
   auto wait = [&](absl::Duration d) {
@@ -329,35 +310,15 @@ int Run() {
   };
 
   // -- the cluster comes up ---------------------------------------------------------------------
+  // Each node registers its services before it listens (troupe_node): a session up means its
+  // services answer.
   const absl::Time connect_start = absl::Now();
-  const absl::Time connect_deadline = connect_start + absl::Seconds(connect_timeout_s);
-  uint64_t ping_seq = 0;
-  while (board.echoed() < k) {
-    if (absl::Now() >= connect_deadline) {
-      std::string missing;
-      for (NodeId node : others) {
-        if (!board.HasEchoed(node)) {
-          absl::StrAppend(&missing, " ", node);
-        }
-      }
-      std::printf("troupe_loadgen: no echo within %d s from node(s)%s\n", connect_timeout_s,
-                  missing.c_str());
-      return 1;
-    }
-    for (NodeId node : others) {
-      if (!board.HasEchoed(node)) {
-        auto ping = std::make_unique<troupe::examples::EvEchoPing>();
-        ping->record.set_node(node);
-        ping->record.set_seq(++ping_seq);
-        (*system)->Send(troupe::examples::kEchoService.WithNode(node), std::move(ping),
-                        troupe::kNoFlags, 0, controller);
-      }
-    }
-    if (!wait(absl::Milliseconds(200))) {
-      return 1;
-    }
+  if (absl::Status up = (*node)->WaitForPeers(absl::Seconds(connect_timeout_s)); !up.ok()) {
+    std::printf("troupe_loadgen: %s\n", absl::StrCat(up.message()).c_str());
+    return 1;
   }
-  std::printf("cluster up: %zu nodes (%zu answered echo in %.2f s; this loadgen is node %u)\n",
+  watcher.Poll(stderr);
+  std::printf("cluster up: %zu nodes (sessions with %zu in %.2f s; this loadgen is node %u)\n",
               k + 1, k, absl::ToDoubleSeconds(absl::Now() - connect_start), self);
 
   // -- the load ---------------------------------------------------------------------------------
@@ -380,8 +341,8 @@ int Run() {
     start->record.set_window(static_cast<uint32_t>(window));
     start->record.set_duration_ms(static_cast<uint64_t>(seconds) * 1000);
     *start->record.mutable_controller() = troupe::examples::ToWords(controller);
-    (*system)->Send(troupe::examples::kLoadSenderService.WithNode(pair.sender), std::move(start),
-                    troupe::kTrackDelivery | troupe::kSubscribeOnSession, pair.id, controller);
+    system.Send(troupe::examples::kLoadSenderService.WithNode(pair.sender), std::move(start),
+                troupe::kTrackDelivery | troupe::kSubscribeOnSession, pair.id, controller);
   }
 
   const absl::Time load_start = absl::Now();

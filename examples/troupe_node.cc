@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -22,6 +23,7 @@
 #include "examples/loadtest.h"
 #include "examples/node_runner.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/node.h"
 
 ABSL_FLAG(std::string, config, "",
           "node config (protobuf text, proto/config.proto) with the node table");
@@ -47,29 +49,25 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "troupe_node: %s\n", absl::StrCat(config.status().message()).c_str());
     return 2;
   }
-  absl::StatusOr<std::unique_ptr<troupe::ActorSystem>> system =
-      troupe::ActorSystem::Create(*config);
-  if (!system.ok()) {
-    std::fprintf(stderr, "troupe_node: %s\n", absl::StrCat(system.status().message()).c_str());
-    return 2;
+  // Services are registered before the interconnect starts: a peer never finds them missing.
+  troupe::NodeOptions options;
+  options.on_system_start = [](troupe::ActorSystem& system) {
+    troupe::examples::EnableSessionLogs();
+    return troupe::examples::RegisterNodeServices(&system);
+  };
+  absl::StatusOr<std::unique_ptr<troupe::Node>> node =
+      troupe::Node::Start(*config, std::move(options));
+  if (!node.ok()) {
+    std::fprintf(stderr, "troupe_node: node %u: %s\n", config->node_id(),
+                 absl::StrCat(node.status().message()).c_str());
+    return absl::IsInvalidArgument(node.status()) ? 2 : 1;
   }
-  troupe::examples::EnableSessionLogs();
-  const troupe::NodeId self = (*system)->node_id();
-  if (absl::Status status = troupe::examples::RegisterNodeServices(system->get()); !status.ok()) {
-    std::fprintf(stderr, "troupe_node: node %u: %s\n", self, status.ToString().c_str());
-    return 1;
-  }
-  absl::StatusOr<std::unique_ptr<troupe::interconnect::Interconnect>> ic =
-      troupe::interconnect::Interconnect::Start(system->get());
-  if (!ic.ok()) {
-    std::fprintf(stderr, "troupe_node: node %u: %s\n", self,
-                 absl::StrCat(ic.status().message()).c_str());
-    return absl::IsInvalidArgument(ic.status()) ? 2 : 1;
-  }
+  const troupe::NodeId self = (*node)->id();
+  troupe::interconnect::Interconnect* ic = (*node)->interconnect();
   std::printf("troupe_node: node %u up, listening on port %u, %d nodes in the table\n", self,
-              (*ic)->port(), (*system)->config().interconnect().nodes_size());
+              ic->port(), (*node)->system().config().interconnect().nodes_size());
 
-  troupe::examples::SessionWatcher watcher(self, ic->get());
+  troupe::examples::SessionWatcher watcher(self, ic);
   const absl::Time deadline =
       run_seconds > 0 ? absl::Now() + absl::Seconds(run_seconds) : absl::InfiniteFuture();
   int signal = 0;
@@ -82,9 +80,11 @@ int main(int argc, char** argv) {
       "troupe_node: node %u stopping (%s)\n", self,
       (signal != 0 ? troupe::examples::SignalName(signal) : "--run_seconds elapsed").c_str());
   watcher.PrintCounters(stdout);
-  ic->reset();  // before the system it routes for
-  (*system)->Stop();
-  system->reset();
-  std::printf("troupe_node: node %u stopped\n", self);
+  // Events still held for peers get a few seconds to be acknowledged; the rest are reported.
+  const troupe::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
+  const std::string fate =
+      report.flushed ? "every remote event acknowledged"
+                     : absl::StrCat(report.reported, " remote events reported undelivered");
+  std::printf("troupe_node: node %u stopped (%s)\n", self, fate.c_str());
   return 0;
 }
