@@ -101,7 +101,7 @@ std::string EventHandle::ToString() const {
                          recipient_.ToString(), cookie_);
 }
 
-std::string_view UndeliveredReasonName(UndeliveredReason reason) {
+const char* UndeliveredReasonName(UndeliveredReason reason) {
   switch (reason) {
     case UndeliveredReason::kActorNotFound:
       return "actor-not-found";

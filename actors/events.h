@@ -62,8 +62,11 @@ enum class UndeliveredReason : uint32_t {
   kOverloaded = 9,
 };
 
-// Returns "actor-not-found", "unknown-service", ...
-std::string_view UndeliveredReasonName(UndeliveredReason reason);
+// Returns "actor-not-found", "unknown-service", ... ("unknown" for a value not listed above): a
+// NUL-terminated string with static storage, so it passes to absl::StrCat, StrFormat's %s, printf
+// and operator<<, and converts to std::string_view. Compare names as std::string_view, not with ==
+// on the pointer.
+const char* UndeliveredReasonName(UndeliveredReason reason);
 
 struct EvBootstrap final : EventLocal<EvBootstrap, kEvBootstrap> {};
 

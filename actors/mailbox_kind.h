@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 
 namespace troupe {
 
@@ -36,8 +35,11 @@ enum class MailboxKind : uint8_t {
 
 inline constexpr uint32_t kMailboxKindCount = 6;
 
-// Returns "LockFree", "Simple", ... ("PoolDefault" for kPoolDefault, "Invalid" otherwise).
-constexpr std::string_view MailboxKindName(MailboxKind kind) {
+// Returns "LockFree", "Simple", ... ("PoolDefault" for kPoolDefault, "Invalid" otherwise): a
+// NUL-terminated string with static storage, so it passes to absl::StrCat, StrFormat's %s, printf
+// and operator<<, and converts to std::string_view. Compare names as std::string_view, not with ==
+// on the pointer.
+constexpr const char* MailboxKindName(MailboxKind kind) {
   switch (kind) {
     case MailboxKind::kPoolDefault:
       return "PoolDefault";

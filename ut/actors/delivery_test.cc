@@ -15,6 +15,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -289,6 +291,19 @@ TEST(DeliveryTest, TracksUndeliveredToUnknownService) {
   EXPECT_EQ(reports.at(21).source_type, kEvValue);
   EXPECT_EQ(reports.at(22).reason, UndeliveredReason::kUnknownService);
   EXPECT_EQ(runtime.EdgeEventCount(actor), 0u);
+}
+
+// The names reach every text sink the code base uses. Debian's abseil has its own
+// absl::string_view, so absl::StrCat takes no std::string_view: the name is a const char*.
+TEST(DeliveryTest, NamesUndeliveredReasonsForStrCatStreamsAndStringView) {
+  EXPECT_EQ(absl::StrCat("(", UndeliveredReasonName(UndeliveredReason::kActorNotFound), ")"),
+            "(actor-not-found)");
+  std::ostringstream out;
+  out << UndeliveredReasonName(UndeliveredReason::kOverloaded);
+  EXPECT_EQ(out.str(), "overloaded");
+  const std::string_view name = UndeliveredReasonName(UndeliveredReason::kNoRoute);
+  EXPECT_EQ(name, "no-route");
+  EXPECT_EQ(std::string_view(UndeliveredReasonName(static_cast<UndeliveredReason>(0))), "unknown");
 }
 
 TEST(DeliveryTest, TracksUndeliveredToUnknownNode) {

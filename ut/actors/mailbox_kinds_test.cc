@@ -7,10 +7,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <sstream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -378,6 +381,18 @@ TEST(MailboxKindConfigTest, PoolDefaultMailboxAppliesWhenRegisterNamesNoKind) {
   // Other pools keep the lock-free default.
   EXPECT_EQ(HandledOrder(*system, RegisterOptions{}),
             (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+}
+
+// The names reach every text sink the code base uses, and at compile time (see
+// NamesUndeliveredReasonsForStrCatStreamsAndStringView in delivery_test.cc for why a const char*).
+TEST(MailboxKindConfigTest, NamesKindsForStrCatStreamsAndStringView) {
+  static_assert(std::string_view(MailboxKindName(MailboxKind::kHTSwap)) == "HTSwap");
+  EXPECT_EQ(absl::StrCat("kind ", MailboxKindName(MailboxKind::kLockFree)), "kind LockFree");
+  std::ostringstream out;
+  out << MailboxKindName(MailboxKind::kPoolDefault);
+  EXPECT_EQ(out.str(), "PoolDefault");
+  const std::string_view name = MailboxKindName(static_cast<MailboxKind>(42));
+  EXPECT_EQ(name, "Invalid");
 }
 
 TEST(MailboxKindConfigTest, UnknownKindIsRefusedAtRegister) {
