@@ -22,3 +22,28 @@ if(TROUPE_SANITIZE)
   endif()
   add_link_options(${_troupe_san})
 endif()
+
+# troupe_add_warnings(DIRECTORY dir): links troupe::internal into every executable and library
+# that `dir` (or a folder below it) defines, except protobuf libraries whose sources are all
+# generated (.pb.cc, .pb.h), which get no warning flags anywhere in the tree. For folders that
+# build as users' projects would and so name no private target themselves (examples/); call it
+# after add_subdirectory(dir).
+function(troupe_add_warnings)
+  cmake_parse_arguments(ARG "" "DIRECTORY" "" ${ARGN})
+  get_property(targets DIRECTORY "${ARG_DIRECTORY}" PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(target ${targets})
+    get_target_property(type ${target} TYPE)
+    if(NOT type MATCHES "^(EXECUTABLE|(STATIC|SHARED|MODULE|OBJECT)_LIBRARY)$")
+      continue()
+    endif()
+    get_target_property(sources ${target} SOURCES)
+    list(FILTER sources EXCLUDE REGEX "\\.pb\\.(cc|h)$")
+    if(sources)
+      target_link_libraries(${target} PRIVATE troupe::internal)
+    endif()
+  endforeach()
+  get_property(subdirectories DIRECTORY "${ARG_DIRECTORY}" PROPERTY SUBDIRECTORIES)
+  foreach(subdirectory ${subdirectories})
+    troupe_add_warnings(DIRECTORY "${subdirectory}")
+  endforeach()
+endfunction()

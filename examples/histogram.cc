@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "examples/histogram.h"
+#include "histogram.h"
 
 #include <algorithm>
 #include <bit>

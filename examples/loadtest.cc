@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "examples/loadtest.h"
+#include "loadtest.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -39,8 +39,8 @@
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
 #include "actors/event.h"
-#include "examples/histogram.h"
-#include "examples/loadtest.pb.h"
+#include "histogram.h"
+#include "loadtest.pb.h"
 
 namespace troupe::examples {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "examples/node_runner.h"
+#include "node_runner.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -32,11 +32,11 @@
 #include "actors/events.h"
 #include "actors/session_events.h"
 #include "actors/sync.h"
-#include "examples/histogram.h"
-#include "examples/loadtest.h"
-#include "examples/node_runner.h"
+#include "histogram.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/node.h"
+#include "loadtest.h"
+#include "node_runner.h"
 
 ABSL_FLAG(std::string, config, "", "cluster config (protobuf text, proto/config.proto)");
 ABSL_FLAG(uint32_t, node_id, 0, "this node's id; 0 keeps the config's node_id");

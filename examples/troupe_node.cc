@@ -20,10 +20,10 @@
 #include "absl/time/time.h"
 
 #include "actors/actor_system.h"
-#include "examples/loadtest.h"
-#include "examples/node_runner.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/node.h"
+#include "loadtest.h"
+#include "node_runner.h"
 
 ABSL_FLAG(std::string, config, "",
           "node config (protobuf text, proto/config.proto) with the node table");
