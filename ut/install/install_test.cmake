@@ -2,30 +2,49 @@
 # Installs the build tree into a fresh prefix, checks what landed under <prefix>/include, then
 # builds and runs projects that find_package(Troupe) from it, as users' projects would:
 # - consumer/: an actor program, a GoogleTest test on troupe::testing (COMPONENTS testing) and two
-#   nodes over loopback TCP;
+#   nodes over loopback TCP, whose Undelivered reason goes through absl::StrCat (Debian's abseil
+#   has its own absl::string_view, so the name must not be a std::string_view);
 # - actors_only/: troupe::actors alone, configured with GoogleTest made unfindable;
 # - proto_events/: its own .proto compiled by the exported troupe_protobuf_library(), sent as an
 #   EventPB between actors;
+# - examples/ of the source tree, built standalone (examples/README.md) as a user who copies it
+#   would, then smoke-run: ping_pong for a second, and troupe_cluster with two troupe_node
+#   processes and troupe_loadgen, which it finds next to itself in that build directory;
 # - components/: an unknown component must fail the configure.
+# Every command has a time limit (the test's own TIMEOUT bounds the sum). Consumers compile through
+# the build's compiler launcher (ccache) when it has one.
 # Run with -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=... -DCXX_COMPILER=...
+# [-DCXX_LAUNCHER=...]
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 set(here "${SOURCE_DIR}/ut/install")
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
+# Runs a command; fails on a non-zero status or when it has not ended within `seconds` (the
+# result then names the timeout, and a troupe_cluster's children die with it: PR_SET_PDEATHSIG).
+function(run_within seconds)
+  execute_process(COMMAND ${ARGN} TIMEOUT ${seconds} RESULT_VARIABLE result OUTPUT_VARIABLE out
+                  ERROR_VARIABLE out)
   if(NOT result EQUAL 0)
     message(FATAL_ERROR "failed (${result}): ${ARGN}\n${out}")
   endif()
   message(STATUS "${out}")
 endfunction()
 
+# Runs an install, configure, build or a consumer that ends on its own within seconds.
+function(run)
+  run_within(300 ${ARGN})
+endfunction()
+
 # Configures and builds the consumer project in `dir` into WORK_DIR/<name>; extra arguments go to
 # the configure step.
 function(build_consumer name dir)
+  set(launcher)
+  if(CXX_LAUNCHER)
+    set(launcher "-DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_LAUNCHER}")
+  endif()
   run(${CMAKE_COMMAND} -S "${dir}" -B "${WORK_DIR}/${name}" -G "${GENERATOR}"
       -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
-      -DCMAKE_CXX_COMPILER=${CXX_COMPILER} ${ARGN})
+      -DCMAKE_CXX_COMPILER=${CXX_COMPILER} ${launcher} ${ARGN})
   run(${CMAKE_COMMAND} --build "${WORK_DIR}/${name}" -j2)
 endfunction()
 
@@ -68,10 +87,18 @@ run("${WORK_DIR}/actors_only/actors_only")
 build_consumer(proto_events "${here}/proto_events")
 run("${WORK_DIR}/proto_events/proto_events")
 
+# The examples as a user's project (examples/README.md, "Building the examples on their own").
+build_consumer(examples "${SOURCE_DIR}/examples")
+run_within(30 "${WORK_DIR}/examples/ping_pong" --pairs=1 --seconds=1)
+# About 3 s: start-up, a second of load, the nodes' shutdown (SIGKILL after 5 s if one hangs).
+run_within(60 "${WORK_DIR}/examples/troupe_cluster" --nodes=2 --seconds=1
+           "--workdir=${WORK_DIR}/examples/cluster")
+
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S "${here}/components" -B "${WORK_DIR}/components" -G "${GENERATOR}"
           -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
           "-DTROUPE_COMPONENTS=actors;no_such_component"
+  TIMEOUT 120
   RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
 if(result EQUAL 0 OR NOT out MATCHES "no_such_component")
   message(FATAL_ERROR "find_package(Troupe COMPONENTS no_such_component) must fail naming the "
