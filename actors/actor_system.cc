@@ -59,7 +59,7 @@ void DetachIoPoller(ActorSystem& system, IoPoller* poller) {
 }
 
 SystemLease LeaseSystem(ActorSystem& system, std::string name) {
-  return SystemLease(&system, internal::RuntimeOf(system)->AddLease(std::move(name)));
+  return {&system, internal::RuntimeOf(system)->AddLease(std::move(name))};
 }
 
 void SystemLease::Release() {
