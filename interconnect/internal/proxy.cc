@@ -70,10 +70,10 @@ class Proxy final : public Actor {
       TROUPE_HFUNC(EvHandshakeFailed, HandleHandshakeFailed);
       TROUPE_HFUNC(EvHandoverEnd, HandleHandoverEnd);
       TROUPE_HFUNC(EvWakeup, HandleTick);
+      TROUPE_HFUNC(EvCloseSession, HandleClose);
       case EvSubscribeSession::kEventType:
         Subscribe(ev->sender());
         break;
-        TROUPE_HFUNC(EvCloseSession, HandleClose);
       case EvBytesReceived::kEventType:
       case EvConnectionDown::kEventType:
         if (gate_.Admit(ev)) {
