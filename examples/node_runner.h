@@ -7,8 +7,8 @@
 // Signals: BlockTerminationSignals() must run first in main, before any thread exists, so every
 // thread (executor pools, scheduler, the TCP transport's I/O thread) inherits the blocked mask and
 // SIGINT/SIGTERM wait for WaitForTerminationSignal() on the main thread instead of killing the
-// process mid-handler. Then the main thread stops the node in order: Interconnect first, then the
-// ActorSystem.
+// process mid-handler. Then the main thread stops the node with troupe::Node::Shutdown, which
+// drains the interconnect before it stops the ActorSystem.
 //
 // Thread-safety: call everything from the main thread.
 //

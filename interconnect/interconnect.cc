@@ -124,6 +124,21 @@ void AddSessionSample(const MetricSample& sample, SessionCounters& counters) {
   }
 }
 
+// The channel (and proxy) of the member `peer`: kNotFound when the nameservice does not know it,
+// kFailedPrecondition once the interconnect closes (no new channels).
+absl::StatusOr<PeerChannel*> MemberChannel(const Nameservice& nameservice, PeerTable& peers,
+                                           NodeId peer) {
+  if (!nameservice.Resolve(peer).has_value()) {
+    return absl::NotFoundError(absl::StrCat("node ", peer, " is not a member (nameservice)"));
+  }
+  PeerChannel* channel = peers.GetOrCreate(peer);
+  if (channel == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no session with node ", peer, ": the interconnect is closing"));
+  }
+  return channel;
+}
+
 }  // namespace
 
 ActorId ProxyServiceId(NodeId peer) { return ServiceId(absl::StrCat("ic/", peer)); }
@@ -308,16 +323,12 @@ absl::Status Interconnect::WaitForSession(NodeId peer, absl::Duration timeout) {
     return absl::FailedPreconditionError(
         absl::StrCat("no session with node ", peer, ": the interconnect was drained"));
   }
-  if (!nameservice_->Resolve(peer).has_value()) {
-    return absl::NotFoundError(absl::StrCat("node ", peer, " is not a member (nameservice)"));
-  }
-  PeerChannel* channel = peers_->GetOrCreate(peer);
-  if (channel == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no session with node ", peer, ": the interconnect is closing"));
+  absl::StatusOr<PeerChannel*> channel = MemberChannel(*nameservice_, *peers_, peer);
+  if (!channel.ok()) {
+    return channel.status();
   }
   std::string why;
-  if (channel->WaitUntilUp(deadline, &why)) {
+  if ((*channel)->WaitUntilUp(deadline, &why)) {
     return absl::OkStatus();
   }
   if (why.empty()) {
@@ -344,15 +355,11 @@ absl::Status Interconnect::SubscribeSession(NodeId peer, const ActorId& subscrib
     return absl::InvalidArgumentError(absl::StrCat(
         "SubscribeSession: ", subscriber.IsEmpty() ? "empty subscriber" : "node is this node"));
   }
-  if (!nameservice_->Resolve(peer).has_value()) {
-    return absl::NotFoundError(absl::StrCat("node ", peer, " is not a member (nameservice)"));
+  absl::StatusOr<PeerChannel*> channel = MemberChannel(*nameservice_, *peers_, peer);
+  if (!channel.ok()) {
+    return channel.status();
   }
-  PeerChannel* channel = peers_->GetOrCreate(peer);
-  if (channel == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no session with node ", peer, ": the interconnect is closing"));
-  }
-  system_->Send(channel->proxy, std::make_unique<EvSubscribeSession>(), kNoFlags, 0, subscriber);
+  system_->Send((*channel)->proxy, std::make_unique<EvSubscribeSession>(), kNoFlags, 0, subscriber);
   return absl::OkStatus();
 }
 

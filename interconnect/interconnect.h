@@ -198,7 +198,9 @@ class Interconnect {
   // kSubscribeOnSession would (actors/session_events.h): it gets EvNodeConnected when the session
   // is up (at once when it is), else EvNodeDisconnected when none comes within
   // dead_peer_timeout, and EvNodeDisconnected when the session ends. kNotFound when the
-  // nameservice does not know `peer`; kInvalidArgument for this node or an empty subscriber.
+  // nameservice does not know `peer`; kInvalidArgument for this node or an empty subscriber;
+  // kFailedPrecondition once the interconnect closes. After Drain the subscriber gets
+  // EvNodeDisconnected at once.
   absl::Status SubscribeSession(NodeId peer, const ActorId& subscriber);
 
   // -- stopping -----------------------------------------------------------------------------------
@@ -214,7 +216,9 @@ class Interconnect {
   // Waits until every event held for a peer is acknowledged, or `timeout` passes; then closes
   // every session: what is still held is reported Undelivered{kShutdown}, connections close and
   // later remote sends are refused the same way. Returns once every proxy has made its reports
-  // (their EvUndelivered are queued to the senders). Call it from a plain thread; a second call
+  // (their EvUndelivered are queued to the senders), or after 5 s more if the interconnect's pool
+  // is stuck (logged: what those proxies hold is then not reported). Call it from a plain thread;
+  // a second call
   // returns {flushed = true, reported = 0}. Not for a node run by the deterministic test runtime.
   DrainReport Drain(absl::Duration timeout);
 

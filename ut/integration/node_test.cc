@@ -131,6 +131,12 @@ std::unique_ptr<Node> StartNode(const proto::ActorSystemConfig& config) {
   return node.ok() ? std::move(*node) : nullptr;
 }
 
+// Registers a Sink counting into `received` as the node's service "sink".
+absl::Status StartSink(Node& node, std::atomic<uint64_t>* received) {
+  absl::StatusOr<ActorId> sink = node.system().TryRegister(std::make_unique<Sink>(received));
+  return sink.ok() ? node.system().RegisterService(kSink, *sink) : sink.status();
+}
+
 TEST(NodeTest, PeersWaitForEachOtherFromThreadsAndActors) {
   testutil::LoopbackPorts ports(2);
   std::unique_ptr<Node> one = StartNode(ports.ConfigFor(1, "test"));
@@ -187,9 +193,7 @@ TEST(NodeTest, ShutdownDeliversEverythingWhenTheTimeoutAllows) {
   ASSERT_NE(one, nullptr);
   ASSERT_NE(two, nullptr);
   std::atomic<uint64_t> received{0};
-  ASSERT_TRUE(two->system()
-                  .RegisterService(kSink, two->system().Register(std::make_unique<Sink>(&received)))
-                  .ok());
+  ASSERT_TRUE(StartSink(*two, &received).ok());
   ASSERT_TRUE(one->WaitForPeer(2, absl::Seconds(30)).ok());
 
   constexpr uint64_t kEvents = 5000;
@@ -210,9 +214,7 @@ TEST(NodeTest, ShutdownReportsExactlyWhatItCouldNotDeliver) {
   std::unique_ptr<Node> two = StartNode(ports.ConfigFor(2, "test"));
   ASSERT_NE(two, nullptr);
   std::atomic<uint64_t> received{0};
-  ASSERT_TRUE(two->system()
-                  .RegisterService(kSink, two->system().Register(std::make_unique<Sink>(&received)))
-                  .ok());
+  ASSERT_TRUE(StartSink(*two, &received).ok());
   // Node 1 reaches node 2 through a relay that will drop every byte: events sent then are never
   // acknowledged.
   testutil::FaultProxy relay(ports.port(2));
