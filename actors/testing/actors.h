@@ -205,27 +205,47 @@ struct Received {
   absl::Time at;
 };
 
-// A thread-safe list of received events that tests wait on. Waits block on the mutex with a
-// deadline (no polling, no sleep).
-class Inbox {
+// The list an Inbox keeps, shared with the Recorders that write to it: a Recorder may outlive the
+// Inbox it was given (a node torn down after the test's Inbox tells its session subscribers the
+// sessions ended), and what it records then lands here instead of in freed memory.
+class InboxRecords {
  public:
-  // `default_timeout` bounds the waits that name no timeout of their own.
-  explicit Inbox(absl::Duration default_timeout = absl::Seconds(30))
-      : default_timeout_(default_timeout) {}
-
   // Appends `received`.
   void Add(const Received& received) ABSL_LOCKS_EXCLUDED(mu_) {
     MutexLock lock(&mu_);
     events_.push_back(received);
   }
 
+ private:
+  friend class Inbox;
+  mutable Mutex mu_;
+  std::vector<Received> events_ ABSL_GUARDED_BY(mu_);
+};
+
+// A thread-safe list of received events that tests wait on. Waits block on the mutex with a
+// deadline (no polling, no sleep).
+class Inbox {
+ public:
+  // `default_timeout` bounds the waits that name no timeout of their own.
+  explicit Inbox(absl::Duration default_timeout = absl::Seconds(30))
+      : default_timeout_(default_timeout), records_(std::make_shared<InboxRecords>()) {}
+
+  // Appends `received`.
+  void Add(const Received& received) { records_->Add(received); }
+
+  // The list itself, for a writer that may outlive this Inbox (as Recorder does).
+  std::shared_ptr<InboxRecords> records() const { return records_; }
+
   // Waits until `predicate(events)` holds or `timeout` (default: the inbox's) passes; returns
   // whether it holds. `predicate` runs under the inbox's lock: it must not call the inbox.
   bool WaitFor(const std::function<bool(const std::vector<Received>&)>& predicate,
-               absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_) {
-    MutexLock lock(&mu_);
-    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return predicate(events_); };
-    return mu_.AwaitWithDeadline(absl::Condition(&ready), absl::Now() + timeout);
+               absl::Duration timeout) {
+    InboxRecords& records = *records_;
+    MutexLock lock(&records.mu_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(records.mu_) {
+      return predicate(records.events_);
+    };
+    return records.mu_.AwaitWithDeadline(absl::Condition(&ready), absl::Now() + timeout);
   }
   bool WaitFor(const std::function<bool(const std::vector<Received>&)>& predicate) {
     return WaitFor(predicate, default_timeout_);
@@ -249,16 +269,18 @@ class Inbox {
   }
 
   // Returns every event received so far, in arrival order.
-  std::vector<Received> Snapshot() const ABSL_LOCKS_EXCLUDED(mu_) {
-    MutexLock lock(&mu_);
-    return events_;
+  std::vector<Received> Snapshot() const {
+    const InboxRecords& records = *records_;
+    MutexLock lock(&records.mu_);
+    return records.events_;
   }
 
   // Returns the events of `type` received so far, in arrival order.
-  std::vector<Received> OfType(EventType type) const ABSL_LOCKS_EXCLUDED(mu_) {
-    MutexLock lock(&mu_);
+  std::vector<Received> OfType(EventType type) const {
+    const InboxRecords& records = *records_;
+    MutexLock lock(&records.mu_);
     std::vector<Received> out;
-    for (const Received& r : events_) {
+    for (const Received& r : records.events_) {
       if (r.type == type) {
         out.push_back(r);
       }
@@ -268,8 +290,7 @@ class Inbox {
 
  private:
   const absl::Duration default_timeout_;
-  mutable Mutex mu_;
-  std::vector<Received> events_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<InboxRecords> records_;
 };
 
 // Describes `ev` as a Received, with `at` = absl::Now(). `ValueEvent` (an event type with a
@@ -302,12 +323,13 @@ Received Describe(EventHandle& ev) {
 
 // Copies every event it receives (Bootstrap excluded) into `inbox`, as Describe<ValueEvent> with
 // `at` from the node's clock. EvPoison is recorded, then goes to Unhandled, so poison ends it.
-// Notifies `destroyed` (if given) from its destructor.
+// Notifies `destroyed` (if given) from its destructor. It shares the inbox's list, so it may
+// outlive the Inbox (events after that are kept where nobody reads them).
 template <typename ValueEvent = void>
 class Recorder : public Actor {
  public:
   explicit Recorder(Inbox* inbox, Notification* destroyed = nullptr)
-      : Actor(&Recorder::StateWork), inbox_(inbox), destroyed_(destroyed) {}
+      : Actor(&Recorder::StateWork), records_(inbox->records()), destroyed_(destroyed) {}
   ~Recorder() override {
     if (destroyed_ != nullptr) {
       destroyed_->Notify();
@@ -322,13 +344,13 @@ class Recorder : public Actor {
   TROUPE_STATE(StateWork) {
     Received received = Describe<ValueEvent>(*ev);
     received.at = Now();
-    inbox_->Add(received);
+    records_->Add(received);
     if (ev->type() == kEvPoison) {
       Unhandled(ev);
     }
   }
 
-  Inbox* inbox_;
+  const std::shared_ptr<InboxRecords> records_;
   Notification* destroyed_;
 };
 

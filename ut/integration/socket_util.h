@@ -12,7 +12,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -20,8 +22,10 @@
 namespace troupe::testutil {
 
 // Connects to 127.0.0.1:`port`, writes `bytes` and reads until the node closes the connection;
-// returns true on an orderly close, false when the connect fails or nothing closes the connection
-// within 10 s. A short write fails the test (EXPECT).
+// returns true when the node closes it, by FIN or by RST (a node that closes with our bytes still
+// unread in its socket resets the connection: the kernel's choice, not the node's), false when the
+// connect fails or nothing closes the connection within 10 s. A short write fails the test
+// (EXPECT); another receive error fails it naming errno.
 inline bool PeerClosesAfter(uint16_t port, const std::string& bytes) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
@@ -41,8 +45,13 @@ inline bool PeerClosesAfter(uint16_t port, const std::string& bytes) {
   do {
     got = ::recv(fd, buffer.data(), buffer.size(), 0);
   } while (got > 0);
+  const int error = errno;
   ::close(fd);
-  return got == 0;  // orderly close (a timeout gives -1)
+  if (got == 0 || error == ECONNRESET) {
+    return true;
+  }
+  EXPECT_TRUE(error == EAGAIN || error == EWOULDBLOCK) << "recv: " << std::strerror(error);
+  return false;  // the 10 s receive timeout passed
 }
 
 }  // namespace troupe::testutil
