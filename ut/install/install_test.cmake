@@ -8,8 +8,9 @@
 # - proto_events/: its own .proto compiled by the exported troupe_protobuf_library(), sent as an
 #   EventPB between actors;
 # - examples/ of the source tree, built standalone (examples/README.md) as a user who copies it
-#   would, then smoke-run: ping_pong for a second, and troupe_cluster with two troupe_node
-#   processes and troupe_loadgen, which it finds next to itself in that build directory;
+#   would, then smoke-run: ping_pong for a second, client_server (two nodes configured in code,
+#   request/reply, graceful shutdown), and troupe_cluster with two troupe_node processes and
+#   troupe_loadgen, which it finds next to itself in that build directory;
 # - components/: an unknown component must fail the configure.
 # Every command has a time limit (the test's own TIMEOUT bounds the sum). Consumers compile through
 # the build's compiler launcher (ccache) when it has one.
@@ -90,6 +91,7 @@ run("${WORK_DIR}/proto_events/proto_events")
 # The examples as a user's project (examples/README.md, "Building the examples on their own").
 build_consumer(examples "${SOURCE_DIR}/examples")
 run_within(30 "${WORK_DIR}/examples/ping_pong" --pairs=1 --seconds=1)
+run_within(60 "${WORK_DIR}/examples/client_server" --requests=1000)
 # About 3 s: start-up, a second of load, the nodes' shutdown (SIGKILL after 5 s if one hangs).
 run_within(60 "${WORK_DIR}/examples/troupe_cluster" --nodes=2 --seconds=1
            "--workdir=${WORK_DIR}/examples/cluster")
