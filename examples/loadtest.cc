@@ -6,7 +6,6 @@
 #include <deque>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -197,9 +196,8 @@ class LoadSender final : public Actor {
     }
     ++undelivered_;
     if (problem_.empty()) {
-      const std::string_view reason = UndeliveredReasonName(ev.Get()->reason);
       problem_ = absl::StrCat("data seq ", ev->cookie(), " undelivered (",
-                              absl::string_view(reason.data(), reason.size()),
+                              UndeliveredReasonName(ev.Get()->reason),
                               ev.Get()->unsure ? ", unsure" : "", ")");
     }
     sending_ = false;  // the pair has failed; report what it has

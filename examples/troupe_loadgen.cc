@@ -14,7 +14,6 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -151,10 +150,9 @@ class Controller final : public troupe::Actor {
   }
   void HandleUndelivered(troupe::EventPtr<troupe::EvUndelivered> ev) {
     if (ev.Get()->source_type == troupe::examples::kEvLoadStart) {
-      const std::string_view reason = troupe::UndeliveredReasonName(ev.Get()->reason);
       board_->StartFailed(static_cast<uint32_t>(ev->cookie()),
                           absl::StrCat("LoadStart undelivered (",
-                                       absl::string_view(reason.data(), reason.size()), ")"));
+                                       troupe::UndeliveredReasonName(ev.Get()->reason), ")"));
     }
   }
 
