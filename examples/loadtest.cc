@@ -184,7 +184,11 @@ class LoadSender final : public Actor {
     ++acked_;
     bytes_ += payload_.size();
     last_ack_ns_ = now;
-    rtt_.Record(static_cast<uint64_t>(std::max<int64_t>(0, now - ack.sent_at_ns())));
+    const auto rtt = static_cast<uint64_t>(std::max<int64_t>(0, now - ack.sent_at_ns()));
+    rtt_.Record(rtt);
+    second_rtt_.Record(rtt);
+    ++second_acked_;
+    second_bytes_ += payload_.size();
     dups_ = std::max(dups_, ack.dups());
     gaps_ = std::max(gaps_, ack.gaps());
     Continue();
@@ -195,6 +199,7 @@ class LoadSender final : public Actor {
       return;
     }
     ++undelivered_;
+    unsure_ += ev.Get()->unsure ? 1 : 0;
     if (problem_.empty()) {
       problem_ = absl::StrCat("data seq ", ev->cookie(), " undelivered (",
                               UndeliveredReasonName(ev.Get()->reason),
@@ -215,15 +220,13 @@ class LoadSender final : public Actor {
 
   void HandleWakeup(EventPtr<EvWakeup> ev) {
     switch (ev.Get()->tag) {
-      case kTagProgress: {
-        auto progress = std::make_unique<EvLoadProgress>();
-        progress->record.set_pair_id(start_.pair_id());
-        progress->record.set_acked(acked_);
-        progress->record.set_bytes(bytes_);
-        Send(controller_, std::move(progress));
-        ScheduleWakeup(kProgressInterval, kTagProgress);
+      case kTagProgress:
+        // The last second goes out at Finish, with the drain's acknowledgements.
+        if (second_ + 1 < SecondCount()) {
+          SendProgress();
+          ScheduleWakeup(kProgressInterval, kTagProgress);
+        }
         break;
-      }
       case kTagStop:
         sending_ = false;
         Continue();
@@ -254,12 +257,37 @@ class LoadSender final : public Actor {
     }
   }
 
+  // The pair's whole seconds of sending (at least 1).
+  uint32_t SecondCount() const {
+    return static_cast<uint32_t>(std::max<uint64_t>(1, (start_.duration_ms() + 999) / 1000));
+  }
+
+  // Sends what the acknowledgements of second `second_ + 1` did, and starts the next second.
+  void SendProgress() {
+    auto progress = std::make_unique<EvLoadProgress>();
+    LoadProgress& p = progress->record;
+    p.set_pair_id(start_.pair_id());
+    p.set_second(++second_);
+    p.set_acked(second_acked_);
+    p.set_bytes(second_bytes_);
+    HistogramToProto(second_rtt_, p.mutable_rtt());
+    Send(controller_, std::move(progress));
+    second_acked_ = 0;
+    second_bytes_ = 0;
+    second_rtt_ = LatencyHistogram();
+  }
+
   void Finish() {
     if (finished_) {
       return;
     }
     finished_ = true;
     sending_ = false;
+    // The last second, with the drain's acknowledgements (or, for a pair that ended early, the
+    // second it ended in).
+    if (second_ < SecondCount()) {
+      SendProgress();
+    }
     const int64_t end = last_ack_ns_ != 0 ? last_ack_ns_ : absl::GetCurrentTimeNanos();
     auto report = std::make_unique<EvLoadReport>();
     LoadReport& r = report->record;
@@ -275,6 +303,7 @@ class LoadSender final : public Actor {
     r.set_undelivered(undelivered_);
     r.set_disconnects(disconnects_);
     r.set_problem(problem_);
+    r.set_unsure(unsure_);
     TROUPE_LOG(kInfo, kUser) << "pair " << start_.pair_id() << " done: sent " << sent_ << ", acked "
                              << acked_ << (problem_.empty() ? "" : absl::StrCat(", ", problem_));
     Send(controller_, std::move(report));
@@ -306,9 +335,15 @@ class LoadSender final : public Actor {
   uint64_t gaps_ = 0;
   uint64_t reorders_ = 0;
   uint64_t undelivered_ = 0;
+  uint64_t unsure_ = 0;
   uint64_t disconnects_ = 0;
   std::string problem_;
   LatencyHistogram rtt_;
+  // The second in progress (second_ + 1): its acknowledgements and their round trips.
+  uint32_t second_ = 0;
+  uint64_t second_acked_ = 0;
+  uint64_t second_bytes_ = 0;
+  LatencyHistogram second_rtt_;
 };
 
 // Spawns one LoadSender per LoadStart.

@@ -14,9 +14,11 @@
 // A LoadSender sends EvLoadData{seq 1, 2, ...} to "lg/recv" on the receiver node, at most
 // `window` unacknowledged, with kTrackDelivery | kSubscribeOnSession. It checks that acks come in
 // sequence order, records round-trip times (sender clock both ends) in a LatencyHistogram, sends
-// EvLoadProgress to the controller each second and, `duration_ms` after it started, stops
-// sending, waits up to 5 s for the outstanding acks and sends EvLoadReport. An Undelivered data
-// event or the death of the session to the receiver's node stops it early; the report says why.
+// the controller an EvLoadProgress for each second (acks, bytes and round trips of that second)
+// and, `duration_ms` after it started, stops sending, waits up to 5 s for the outstanding acks,
+// sends the last second's EvLoadProgress (the drain's acks count in it) and EvLoadReport. An
+// Undelivered data event or the death of the session to the receiver's node stops it early; the
+// report says why.
 //
 // Thread-safety: the actors are actor-confined; the free functions are thread-safe.
 //

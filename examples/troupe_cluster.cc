@@ -10,7 +10,7 @@
 // then SIGKILL after 5 s, and is reaped. A node that dies early, or does not exit cleanly (status
 // 0) on SIGTERM, fails the run; the tail of its log is printed.
 //
-//   troupe_cluster --nodes=3 --seconds=5
+//   troupe_cluster --nodes=3 --seconds=5 [--report=/tmp/run1]
 //   troupe_cluster --nodes=2 --pairs=1 --window=1 --low_latency   # the round trip, busy-polled
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -54,6 +54,8 @@ ABSL_FLAG(bool, low_latency, false,
           "worker) and idle workers spin 1 ms before they park (a core each while traffic flows)");
 ABSL_FLAG(std::string, workdir, "",
           "where the config and the logs go; empty makes a new directory under /tmp");
+ABSL_FLAG(std::string, report, "",
+          "have troupe_loadgen write its figures, plots and report.html into this directory");
 ABSL_FLAG(std::string, node_binary, "", "troupe_node to run; empty: the one next to this binary");
 ABSL_FLAG(std::string, loadgen_binary, "",
           "troupe_loadgen to run; empty: the one next to this binary");
@@ -359,12 +361,19 @@ int Run(const char* argv0) {
   }
   const int pairs = absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : nodes;
   if (!failed) {
-    failed = !Spawn(
-        {loadgen_binary, "--config=" + config, absl::StrCat("--node_id=", nodes + 1),
-         absl::StrCat("--pairs=", pairs), absl::StrCat("--payload=", absl::GetFlag(FLAGS_payload)),
-         absl::StrCat("--window=", absl::GetFlag(FLAGS_window)),
-         absl::StrCat("--seconds=", absl::GetFlag(FLAGS_seconds))},
-        /*log_stdout=*/false, /*own_group=*/false, original, &children[nodes]);
+    std::vector<std::string> loadgen_args = {
+        loadgen_binary,
+        "--config=" + config,
+        absl::StrCat("--node_id=", nodes + 1),
+        absl::StrCat("--pairs=", pairs),
+        absl::StrCat("--payload=", absl::GetFlag(FLAGS_payload)),
+        absl::StrCat("--window=", absl::GetFlag(FLAGS_window)),
+        absl::StrCat("--seconds=", absl::GetFlag(FLAGS_seconds))};
+    if (!absl::GetFlag(FLAGS_report).empty()) {
+      loadgen_args.push_back("--report=" + absl::GetFlag(FLAGS_report));
+    }
+    failed =
+        !Spawn(loadgen_args, /*log_stdout=*/false, /*own_group=*/false, original, &children[nodes]);
   }
   if (failed) {
     why = "could not start every process";

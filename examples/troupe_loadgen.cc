@@ -2,17 +2,19 @@
 //
 // troupe_loadgen: the controller of a load test, itself a node of the cluster. Waits until a
 // session with every other node of the table is up, starts `--pairs` sender→receiver pairs (pair i:
-// sender others[i % K], receiver others[(i + 1) % K]), prints throughput each second and, at the
-// end, a table per pair (events, events/s, MB/s of payload, RTT percentiles, lost, duplicated).
-// Exits 0 only when every pair reported, every event sent was acknowledged once and in order.
+// sender others[i % K], receiver others[(i + 1) % K]), prints a line for every second of the run
+// (events/s, MB/s, RTT p50 and p99 of all pairs) and, at the end, a table per pair (events,
+// events/s, MB/s of payload, RTT percentiles, lost, duplicated, undelivered, unsure) and what RTT
+// measures. With --report=DIR it also writes the figures, plots and report.html there
+// (load_report.h). Exits 0 only when every pair reported, every event sent was acknowledged once
+// and in order.
 //
-//   troupe_loadgen --config=cluster.conf --node_id=4 --seconds=5
+//   troupe_loadgen --config=cluster.conf --node_id=4 --seconds=5 [--report=/tmp/run1]
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,9 +33,9 @@
 #include "actors/events.h"
 #include "actors/session_events.h"
 #include "actors/sync.h"
-#include "histogram.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/node.h"
+#include "load_report.h"
 #include "loadtest.h"
 #include "node_runner.h"
 
@@ -44,25 +46,21 @@ ABSL_FLAG(int, payload, 64, "payload bytes per data event");
 ABSL_FLAG(int, window, 256, "data events in flight per pair, at most");
 ABSL_FLAG(int, seconds, 5, "how long each pair sends");
 ABSL_FLAG(int, connect_timeout_s, 30, "how long to wait for a session with every other node");
+ABSL_FLAG(std::string, report, "",
+          "write the figures (CSV), plots (gnuplot) and report.html into this directory");
 
 namespace {
 
 using troupe::NodeId;
-using troupe::examples::LatencyHistogram;
 using troupe::examples::LoadReport;
 
-// What the controller actor learned, read by the main thread.
+// What the controller actor learned, read by the main thread: the figures (load_report.h) and
+// which node sends for which pair.
 class Board {
  public:
-  void Progress(uint32_t pair, uint64_t acked, uint64_t bytes) {
-    troupe::MutexLock lock(&mu_);
-    progress_[pair] = {acked, bytes};
-  }
-  void Report(LoadReport report) {
-    troupe::MutexLock lock(&mu_);
-    const uint32_t pair = report.pair_id();
-    reports_.emplace(pair, std::move(report));
-  }
+  troupe::examples::LoadFigures& figures() { return figures_; }
+
+  void Report(LoadReport report) { figures_.SetReport(std::move(report)); }
   // A pair whose LoadStart did not arrive: it gets a report saying so.
   void StartFailed(uint32_t pair, std::string problem) {
     LoadReport report;
@@ -75,11 +73,11 @@ class Board {
   void SenderLost(NodeId node) {
     troupe::MutexLock lock(&mu_);
     for (const auto& [pair, sender] : senders_) {
-      if (sender == node && !reports_.contains(pair)) {
+      if (sender == node && !figures_.has_report(pair)) {
         LoadReport report;
         report.set_pair_id(pair);
         report.set_problem(absl::StrCat("the session to its sender, node ", node, ", died"));
-        reports_.emplace(pair, std::move(report));
+        figures_.SetReport(std::move(report));  // a report that came meanwhile stays
       }
     }
   }
@@ -88,36 +86,9 @@ class Board {
     senders_[pair] = node;
   }
 
-  // Returns the acked events and bytes summed over the pairs: the larger of a pair's last
-  // progress and its report (a pair given up on has an empty report).
-  std::pair<uint64_t, uint64_t> Totals() const {
-    troupe::MutexLock lock(&mu_);
-    std::map<uint32_t, std::pair<uint64_t, uint64_t>> latest = progress_;
-    for (const auto& [pair, report] : reports_) {
-      std::pair<uint64_t, uint64_t>& value = latest[pair];
-      value.first = std::max(value.first, report.acked());
-      value.second = std::max(value.second, report.bytes());
-    }
-    std::pair<uint64_t, uint64_t> sum{0, 0};
-    for (const auto& [pair, value] : latest) {
-      sum.first += value.first;
-      sum.second += value.second;
-    }
-    return sum;
-  }
-  size_t reported() const {
-    troupe::MutexLock lock(&mu_);
-    return reports_.size();
-  }
-  std::map<uint32_t, LoadReport> reports() const {
-    troupe::MutexLock lock(&mu_);
-    return reports_;
-  }
-
  private:
+  troupe::examples::LoadFigures figures_;
   mutable troupe::Mutex mu_;
-  std::map<uint32_t, std::pair<uint64_t, uint64_t>> progress_ ABSL_GUARDED_BY(mu_);
-  std::map<uint32_t, LoadReport> reports_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, NodeId> senders_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -142,8 +113,7 @@ class Controller final : public troupe::Actor {
   }
 
   void HandleProgress(troupe::EventPtr<troupe::examples::EvLoadProgress> ev) {
-    const troupe::examples::LoadProgress& progress = ev.Get()->record;
-    board_->Progress(progress.pair_id(), progress.acked(), progress.bytes());
+    board_->figures().AddSecond(ev.Get()->record);
   }
   void HandleReport(troupe::EventPtr<troupe::examples::EvLoadReport> ev) {
     board_->Report(std::move(ev.Get()->record));
@@ -162,81 +132,6 @@ class Controller final : public troupe::Actor {
 
   Board* board_;
 };
-
-struct Pair {
-  uint32_t id = 0;
-  NodeId sender = 0;
-  NodeId receiver = 0;
-};
-
-double Micros(uint64_t nanos) { return static_cast<double>(nanos) / 1e3; }
-
-// Prints the final table; returns the reasons the run failed (empty: it passed).
-std::vector<std::string> PrintTable(const std::vector<Pair>& pairs,
-                                    const std::map<uint32_t, LoadReport>& reports) {
-  std::vector<std::string> failures;
-  std::printf("\n%4s %-7s %11s %11s %8s %9s %9s %9s %7s %5s\n", "pair", "route", "events",
-              "events/s", "MB/s", "p50 us", "p99 us", "p99.9 us", "lost", "dup");
-  LatencyHistogram all;
-  uint64_t total_events = 0;
-  uint64_t total_lost = 0;
-  uint64_t total_dup = 0;
-  double total_rate = 0;
-  double total_mbps = 0;
-  for (const Pair& pair : pairs) {
-    const std::string route = absl::StrCat(pair.sender, "->", pair.receiver);
-    auto it = reports.find(pair.id);
-    if (it == reports.end()) {
-      std::printf("%4u %-7s %11s\n", pair.id, route.c_str(), "no report");
-      failures.push_back(absl::StrCat("pair ", pair.id, " (", route, "): no report"));
-      continue;
-    }
-    const LoadReport& r = it->second;
-    if (r.sent() == 0 && !r.problem().empty()) {
-      std::printf("%4u %-7s %11s\n", pair.id, route.c_str(), "no report");
-      failures.push_back(absl::StrCat("pair ", pair.id, " (", route, "): ", r.problem()));
-      continue;
-    }
-    LatencyHistogram rtt;
-    troupe::examples::AddHistogramProto(r.rtt(), &rtt);
-    all.Merge(rtt);
-    const double seconds = std::max(1e-9, static_cast<double>(r.elapsed_ns()) / 1e9);
-    const double rate = static_cast<double>(r.acked()) / seconds;
-    const double mbps = static_cast<double>(r.bytes()) / seconds / 1e6;
-    const uint64_t lost = r.sent() - std::min(r.sent(), r.acked());
-    const uint64_t dup = r.dups() + r.reorders();
-    total_events += r.acked();
-    total_lost += lost;
-    total_dup += dup;
-    total_rate += rate;
-    total_mbps += mbps;
-    std::printf("%4u %-7s %11llu %11.0f %8.2f %9.1f %9.1f %9.1f %7llu %5llu\n", pair.id,
-                route.c_str(), static_cast<unsigned long long>(r.acked()), rate, mbps,
-                Micros(rtt.Percentile(0.5)), Micros(rtt.Percentile(0.99)),
-                Micros(rtt.Percentile(0.999)), static_cast<unsigned long long>(lost),
-                static_cast<unsigned long long>(dup));
-    std::string why;
-    if (!r.problem().empty()) {
-      why = r.problem();
-    } else if (r.sent() == 0) {
-      why = "sent nothing";
-    } else if (r.acked() != r.sent()) {
-      why = absl::StrCat(lost, " of ", r.sent(), " events not acknowledged");
-    } else if (r.dups() != 0 || r.gaps() != 0 || r.reorders() != 0) {
-      why = absl::StrCat("receiver saw ", r.dups(), " duplicates and ", r.gaps(),
-                         " gaps; sender saw ", r.reorders(), " acks out of order");
-    }
-    if (!why.empty()) {
-      failures.push_back(absl::StrCat("pair ", pair.id, " (", route, "): ", why));
-    }
-  }
-  std::printf("%4s %-7s %11llu %11.0f %8.2f %9.1f %9.1f %9.1f %7llu %5llu\n", "all", "",
-              static_cast<unsigned long long>(total_events), total_rate, total_mbps,
-              Micros(all.Percentile(0.5)), Micros(all.Percentile(0.99)),
-              Micros(all.Percentile(0.999)), static_cast<unsigned long long>(total_lost),
-              static_cast<unsigned long long>(total_dup));
-  return failures;
-}
 
 int Run() {
   Board board;  // outlives the system, whose controller actor writes to it
@@ -320,7 +215,7 @@ int Run() {
               k + 1, k, absl::ToDoubleSeconds(absl::Now() - connect_start), self);
 
   // -- the load ---------------------------------------------------------------------------------
-  std::vector<Pair> pairs;
+  std::vector<troupe::examples::LoadPair> pairs;
   pairs.reserve(static_cast<size_t>(pair_count));
   for (int i = 0; i < pair_count; ++i) {
     pairs.push_back({.id = static_cast<uint32_t>(i + 1),
@@ -330,7 +225,7 @@ int Run() {
   std::printf("load: %d pair(s), %d B payload, window %d, %d s\n", pair_count, payload, window,
               seconds);
   std::fflush(stdout);
-  for (const Pair& pair : pairs) {
+  for (const troupe::examples::LoadPair& pair : pairs) {
     board.SetSender(pair.id, pair.sender);
     auto start = std::make_unique<troupe::examples::EvLoadStart>();
     start->record.set_pair_id(pair.id);
@@ -343,41 +238,45 @@ int Run() {
                 troupe::kTrackDelivery | troupe::kSubscribeOnSession, pair.id, controller);
   }
 
-  const absl::Time load_start = absl::Now();
-  const absl::Time report_deadline = load_start + absl::Seconds(seconds + 15);
-  std::pair<uint64_t, uint64_t> last{0, 0};
-  for (int tick = 1; board.reported() < pairs.size(); ++tick) {
-    // A little after each whole second: the senders' progress events are sent on the second.
-    const absl::Time next = load_start + absl::Seconds(tick) + absl::Milliseconds(300);
-    if (next > report_deadline) {
-      std::printf("troupe_loadgen: %zu of %zu pair(s) reported within %d s\n", board.reported(),
+  // Each second's line is printed once every pair sent its figures for it (or ended); the last
+  // second comes with the pairs' drains, just before their reports.
+  troupe::examples::LoadFigures& figures = board.figures();
+  const absl::Time report_deadline = absl::Now() + absl::Seconds(seconds + 15);
+  auto print_seconds = [&](bool all) {
+    for (const troupe::examples::LoadSecond& second : figures.TakeSeconds(pairs.size(), all)) {
+      std::printf("%s\n", troupe::examples::FormatSecond(second).c_str());
+    }
+  };
+  while (figures.reported() < pairs.size()) {
+    if (absl::Now() > report_deadline) {
+      std::printf("troupe_loadgen: %zu of %zu pair(s) reported within %d s\n", figures.reported(),
                   pairs.size(), seconds + 15);
       break;
     }
-    while (absl::Now() < next && board.reported() < pairs.size()) {
-      if (!wait(std::min(absl::Milliseconds(100), next - absl::Now()))) {
-        return 1;
-      }
+    if (!wait(absl::Milliseconds(100))) {
+      return 1;
     }
-    if (board.reported() == pairs.size()) {
-      break;
-    }
-    if (tick > seconds) {
-      continue;  // the pairs are done sending; waiting for their reports
-    }
-    // Progress is cumulative as of each sender's whole seconds: the difference is one second.
-    const std::pair<uint64_t, uint64_t> totals = board.Totals();
-    std::printf("  %2d s: %10llu events/s %8.2f MB/s\n", tick,
-                static_cast<unsigned long long>(totals.first - last.first),
-                static_cast<double>(totals.second - last.second) / 1e6);
-    last = totals;
+    print_seconds(/*all=*/false);
   }
+  print_seconds(/*all=*/true);
 
   watcher.PrintCounters(stderr);
-  const std::vector<std::string> failures = PrintTable(pairs, board.reports());
-  if (!failures.empty()) {
+  troupe::examples::LoadRunInfo run{
+      .title = absl::StrFormat("%d pair(s) on %zu node(s), %d B payload, window %d, %d s",
+                               pair_count, k, payload, window, seconds),
+      .pairs = pairs,
+      .failures = troupe::examples::PrintLoadTable(pairs, figures.reports())};
+  if (const std::string dir = absl::GetFlag(FLAGS_report); !dir.empty()) {
+    absl::StatusOr<std::string> html = troupe::examples::WriteLoadReport(dir, run, figures);
+    if (!html.ok()) {
+      std::printf("troupe_loadgen: report: %s\n", absl::StrCat(html.status().message()).c_str());
+      return 1;
+    }
+    std::printf("report: %s\n", html->c_str());
+  }
+  if (!run.failures.empty()) {
     std::printf("FAILED:\n");
-    for (const std::string& failure : failures) {
+    for (const std::string& failure : run.failures) {
       std::printf("  %s\n", failure.c_str());
     }
     return 1;

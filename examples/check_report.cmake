@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: Apache-2.0
+# ctest cluster_report: runs troupe_cluster with --report and checks what a person would open.
+# - the run passes, and stdout names report.html;
+# - per_second.csv has one row per second of the run, each with events and a p50;
+# - pairs.csv has one row per pair; latency_histogram.csv has buckets;
+# - with gnuplot on PATH (scripts/setup.sh installs gnuplot-nox), latency.png and latency.svg are
+#   non-empty images and report.html shows the PNG; without it report.html says why there is none.
+# Run with -DCLUSTER=<troupe_cluster> -DDIR=<work directory>.
+file(REMOVE_RECURSE "${DIR}")
+file(MAKE_DIRECTORY "${DIR}")
+set(report "${DIR}/report")
+execute_process(
+  COMMAND "${CLUSTER}" --nodes=2 --seconds=3 --window=64 "--workdir=${DIR}/cluster"
+          "--report=${report}"
+  TIMEOUT 120 RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(NOT result EQUAL 0)
+  message(FATAL_ERROR "troupe_cluster failed (${result}):\n${out}")
+endif()
+if(NOT out MATCHES "report: [^\n]*/report.html")
+  message(FATAL_ERROR "troupe_cluster did not say where the report is:\n${out}")
+endif()
+foreach(second 1 2 3)
+  if(NOT out MATCHES " ${second} s: +[1-9][0-9]* events/s")
+    message(FATAL_ERROR "no per-second line for second ${second}:\n${out}")
+  endif()
+endforeach()
+
+file(STRINGS "${report}/per_second.csv" rows)
+list(LENGTH rows count)
+if(NOT count EQUAL 4)
+  message(FATAL_ERROR "per_second.csv: want a header and 3 seconds, got ${count} lines: ${rows}")
+endif()
+list(POP_FRONT rows header)
+foreach(row IN LISTS rows)
+  # second,pairs,events,mb,p50_us,p99_us,max_us: both pairs, some events, a positive p50
+  if(NOT row MATCHES "^[1-3],2,[1-9][0-9]*,[0-9.]+,[0-9]*[1-9][0-9.]*,")
+    message(FATAL_ERROR "per_second.csv: unexpected row '${row}'")
+  endif()
+endforeach()
+file(STRINGS "${report}/pairs.csv" rows)
+list(LENGTH rows count)
+if(NOT count EQUAL 3)
+  message(FATAL_ERROR "pairs.csv: want a header and 2 pairs, got ${count} lines")
+endif()
+file(STRINGS "${report}/latency_histogram.csv" rows)
+list(LENGTH rows count)
+if(count LESS 2)
+  message(FATAL_ERROR "latency_histogram.csv has no bucket")
+endif()
+
+file(READ "${report}/report.html" html)
+if(NOT html MATCHES "Passed")
+  message(FATAL_ERROR "report.html does not say the run passed")
+endif()
+find_program(GNUPLOT gnuplot)
+if(GNUPLOT)
+  foreach(image latency.png latency.svg)
+    file(SIZE "${report}/${image}" size)
+    if(size LESS 1000)
+      message(FATAL_ERROR "${image}: ${size} bytes, not a plot")
+    endif()
+  endforeach()
+  file(READ "${report}/latency.png" magic LIMIT 4 HEX)
+  if(NOT magic STREQUAL "89504e47")
+    message(FATAL_ERROR "latency.png is not a PNG (starts with ${magic})")
+  endif()
+  if(NOT html MATCHES "<img src=\"latency.png\"")
+    message(FATAL_ERROR "report.html does not show latency.png")
+  endif()
+else()
+  message(STATUS "gnuplot not on PATH: checking that report.html says there is no plot")
+  if(NOT html MATCHES "No plot")
+    message(FATAL_ERROR "report.html neither shows a plot nor says why not")
+  endif()
+endif()
+message(STATUS "report checked: ${report}/report.html")

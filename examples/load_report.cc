@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "load_report.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+#include "loadtest.h"
+
+extern char** environ;  // NOLINT: POSIX declares it nowhere else
+
+namespace troupe::examples {
+
+void LoadFigures::AddSecond(const LoadProgress& progress) {
+  MutexLock lock(&mu_);
+  if (progress.second() <= taken_) {
+    return;  // printed already without it (the pair was late); the totals still have it
+  }
+  LoadSecond& second = seconds_[progress.second()];
+  second.second = progress.second();
+  if (!second.by_pair.emplace(progress.pair_id(), progress).second) {
+    return;
+  }
+  ++second.pairs;
+  second.acked += progress.acked();
+  second.bytes += progress.bytes();
+  AddHistogramProto(progress.rtt(), &second.rtt);
+}
+
+void LoadFigures::SetReport(LoadReport report) {
+  MutexLock lock(&mu_);
+  const uint32_t pair = report.pair_id();
+  reports_.emplace(pair, std::move(report));
+}
+
+size_t LoadFigures::reported() const {
+  MutexLock lock(&mu_);
+  return reports_.size();
+}
+
+std::map<uint32_t, LoadReport> LoadFigures::reports() const {
+  MutexLock lock(&mu_);
+  return reports_;
+}
+
+bool LoadFigures::has_report(uint32_t pair) const {
+  MutexLock lock(&mu_);
+  return reports_.contains(pair);
+}
+
+std::vector<LoadSecond> LoadFigures::TakeSeconds(size_t pair_count, bool all) {
+  MutexLock lock(&mu_);
+  std::vector<LoadSecond> out;
+  for (auto it = seconds_.upper_bound(taken_); it != seconds_.end(); ++it) {
+    if (it->first != taken_ + 1) {
+      break;  // a second no pair reported yet comes first
+    }
+    bool complete = true;
+    for (uint32_t pair = 1; pair <= pair_count && complete; ++pair) {
+      complete = it->second.by_pair.contains(pair) || reports_.contains(pair);
+    }
+    if (!complete && !all) {
+      break;
+    }
+    out.push_back(it->second);
+    taken_ = it->first;
+  }
+  return out;
+}
+
+std::vector<LoadSecond> LoadFigures::seconds() const {
+  MutexLock lock(&mu_);
+  std::vector<LoadSecond> out;
+  out.reserve(seconds_.size());
+  for (const auto& [second, figures] : seconds_) {
+    out.push_back(figures);
+  }
+  return out;
+}
+
+namespace {
+
+double Micros(uint64_t nanos) { return static_cast<double>(nanos) / 1e3; }
+
+// The report's figures of one pair, as the final table shows them.
+struct PairRow {
+  LoadPair pair;
+  bool reported = false;
+  uint64_t acked = 0;
+  double rate = 0;
+  double mbps = 0;
+  LatencyHistogram rtt;
+  uint64_t lost = 0;
+  uint64_t dup = 0;
+  uint64_t undelivered = 0;
+  uint64_t unsure = 0;
+  std::string problem;
+};
+
+std::vector<PairRow> PairRows(const std::vector<LoadPair>& pairs,
+                              const std::map<uint32_t, LoadReport>& reports) {
+  std::vector<PairRow> rows;
+  for (const LoadPair& pair : pairs) {
+    PairRow row;
+    row.pair = pair;
+    if (auto it = reports.find(pair.id); it != reports.end()) {
+      const LoadReport& r = it->second;
+      const double seconds = std::max(1e-9, static_cast<double>(r.elapsed_ns()) / 1e9);
+      row.reported = true;
+      row.acked = r.acked();
+      row.rate = static_cast<double>(r.acked()) / seconds;
+      row.mbps = static_cast<double>(r.bytes()) / seconds / 1e6;
+      AddHistogramProto(r.rtt(), &row.rtt);
+      row.lost = r.sent() - std::min(r.sent(), r.acked());
+      row.dup = r.dups() + r.reorders();
+      row.undelivered = r.undelivered();
+      row.unsure = r.unsure();
+      row.problem = r.problem();
+    } else {
+      row.problem = "no report";
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string Route(const LoadPair& pair) { return absl::StrCat(pair.sender, "->", pair.receiver); }
+
+// One line of the terminal table.
+std::string TableLine(const std::string& pair, const std::string& route, const PairRow& row,
+                      const LatencyHistogram& rtt) {
+  return absl::StrFormat("%4s %-7s %11u %11.0f %8.2f %9.1f %9.1f %9.1f %7u %5u %6u %6u", pair,
+                         route, row.acked, row.rate, row.mbps, Micros(rtt.Percentile(0.5)),
+                         Micros(rtt.Percentile(0.99)), Micros(rtt.Percentile(0.999)), row.lost,
+                         row.dup, row.undelivered, row.unsure);
+}
+
+// A CSV field: quoted when it holds a comma, a quote or a line break.
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) {
+    return text;
+  }
+  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
+}
+
+std::string HtmlEscape(const std::string& text) {
+  return absl::StrReplaceAll(text,
+                             {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
+}
+
+// A gnuplot single-quoted string: a quote inside is written twice.
+std::string GnuplotString(const std::string& text) {
+  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "''"}}), "'");
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+std::string PairsCsv(const std::vector<PairRow>& rows) {
+  std::string csv =
+      "pair,route,events,events_per_s,mb_per_s,p50_us,p99_us,p999_us,max_us,lost,dup,"
+      "undelivered,unsure,problem\n";
+  for (const PairRow& row : rows) {
+    absl::StrAppendFormat(&csv, "%u,%s,%u,%.0f,%.3f,%.1f,%.1f,%.1f,%.1f,%u,%u,%u,%u,%s\n",
+                          row.pair.id, Route(row.pair), row.acked, row.rate, row.mbps,
+                          Micros(row.rtt.Percentile(0.5)), Micros(row.rtt.Percentile(0.99)),
+                          Micros(row.rtt.Percentile(0.999)), Micros(row.rtt.Percentile(1.0)),
+                          row.lost, row.dup, row.undelivered, row.unsure, CsvField(row.problem));
+  }
+  return csv;
+}
+
+// One row per second of all pairs (`by_pair` false), or per second and pair.
+std::string PerSecondCsv(const std::vector<LoadSecond>& seconds, bool by_pair) {
+  std::string csv = by_pair ? "second,pair,events,mb,p50_us,p99_us,max_us\n"
+                            : "second,pairs,events,mb,p50_us,p99_us,max_us\n";
+  auto row = [&csv](uint32_t second, uint32_t pair, uint64_t acked, uint64_t bytes,
+                    const LatencyHistogram& rtt) {
+    absl::StrAppendFormat(&csv, "%u,%u,%u,%.3f,%.1f,%.1f,%.1f\n", second, pair, acked,
+                          static_cast<double>(bytes) / 1e6, Micros(rtt.Percentile(0.5)),
+                          Micros(rtt.Percentile(0.99)), Micros(rtt.Percentile(1.0)));
+  };
+  for (const LoadSecond& second : seconds) {
+    if (!by_pair) {
+      row(second.second, second.pairs, second.acked, second.bytes, second.rtt);
+      continue;
+    }
+    for (const auto& [pair, progress] : second.by_pair) {
+      LatencyHistogram rtt;
+      AddHistogramProto(progress.rtt(), &rtt);
+      row(second.second, pair, progress.acked(), progress.bytes(), rtt);
+    }
+  }
+  return csv;
+}
+
+std::string HistogramCsv(const LatencyHistogram& all) {
+  std::string csv = "low_us,high_us,count\n";
+  for (size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
+    if (all.bucket(i) != 0) {
+      absl::StrAppendFormat(&csv, "%.3f,%.3f,%u\n", Micros(LatencyHistogram::BucketLow(i)),
+                            Micros(LatencyHistogram::BucketHigh(i)), all.bucket(i));
+    }
+  }
+  return csv;
+}
+
+// Latency over time (p50, p99, max of all pairs per second, log y) above the histogram of every
+// round trip (log x), into both a PNG and an SVG.
+std::string GnuplotScript(const std::string& dir, const std::string& title, size_t seconds) {
+  // Whole seconds on the x axis: one tick each for a short run, about ten for a long one.
+  const size_t xtics = std::max<size_t>(1, (seconds + 9) / 10);
+  std::string script;
+  for (const auto& [terminal, file] :
+       {std::pair{"pngcairo size 960,720 font 'sans,10'", "latency.png"},
+        std::pair{"svg size 960,720 font 'sans,10' background '#ffffff'", "latency.svg"}}) {
+    absl::StrAppend(
+        &script, "set terminal ", terminal, "\nset output ", GnuplotString(dir + "/" + file),
+        "\nset datafile separator ','\n", "set multiplot layout 2,1 title ", GnuplotString(title),
+        "\nset title 'Round-trip time per second, all pairs'\n",
+        "set xlabel 'second of the run'; set ylabel 'RTT (us)'; set logscale y; set grid\n",
+        "set xtics ", xtics, "\n", "set key outside right\n", "plot ",
+        GnuplotString(dir + "/per_second.csv"),
+        " using 1:5 every ::1 with linespoints lw 2 title 'p50', \\\n", "     ",
+        GnuplotString(dir + "/per_second.csv"),
+        " using 1:6 every ::1 with linespoints lw 2 title 'p99', \\\n", "     ",
+        GnuplotString(dir + "/per_second.csv"), " using 1:7 every ::1 with lines title 'max'\n",
+        "unset logscale; set logscale xy; set xtics autofreq; set yrange [0.8:*]\n",
+        "set title 'Round-trip time histogram, all pairs (log-linear buckets)'\n",
+        "set xlabel 'RTT (us)'; set ylabel 'round trips'; set style fill solid 0.6\n", "plot ",
+        GnuplotString(dir + "/latency_histogram.csv"),
+        " using (($1+$2)/2):3:1:2:(0.8):3 every ::1 with boxxyerror notitle\n",
+        "unset multiplot\nunset output\n", "reset\n");
+  }
+  return script;
+}
+
+// Runs `gnuplot script` with a 30 s bound; returns why it failed, or empty.
+std::string RunGnuplot(const std::string& script) {
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);  // the caller may block SIGINT/SIGTERM
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  std::string program = "gnuplot";
+  std::string path = script;
+  char* argv[] = {program.data(), path.data(), nullptr};  // NOLINT: posix_spawnp's argv
+  pid_t pid = -1;
+  const int spawned = posix_spawnp(&pid, "gnuplot", nullptr, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  if (spawned != 0) {
+    return absl::StrCat("cannot run gnuplot: ", std::strerror(spawned),
+                        " (install gnuplot-nox for the plots)");
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  int status = 0;
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) {
+      break;
+    }
+    if (done < 0 && errno != EINTR) {
+      return absl::StrCat("waiting for gnuplot: ", std::strerror(errno));
+    }
+    if (absl::Now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return "gnuplot did not finish within 30 s";
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::StrCat("gnuplot failed (wait status ", status, ")");
+  }
+  return "";
+}
+
+std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
+                 const std::vector<LoadSecond>& seconds, const std::string& plot_problem) {
+  std::string html = absl::StrCat(
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Troupe load report</title>\n",
+      "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
+      "margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
+      "th{background:#f2f2f2}td.l{text-align:left}.bad{color:#b00}</style></head><body>\n",
+      "<h1>Troupe load report</h1>\n<p>", HtmlEscape(run.title), "</p>\n");
+  if (run.failures.empty()) {
+    absl::StrAppend(&html, "<p><b>Passed:</b> every event acknowledged once, in order.</p>\n");
+  } else {
+    absl::StrAppend(&html, "<p class=\"bad\"><b>Failed:</b></p><ul class=\"bad\">\n");
+    for (const std::string& failure : run.failures) {
+      absl::StrAppend(&html, "<li>", HtmlEscape(failure), "</li>\n");
+    }
+    absl::StrAppend(&html, "</ul>\n");
+  }
+  absl::StrAppend(&html,
+                  "<p>RTT: from a data event's send to its acknowledgement back at the sender "
+                  "(one clock). It includes the wait behind the earlier events of the pair's "
+                  "window, so it is latency under load; an idle round trip needs --window=1.</p>\n",
+                  "<h2>Pairs</h2>\n<table><tr><th>pair</th><th>route</th><th>events</th>"
+                  "<th>events/s</th><th>MB/s</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th>"
+                  "<th>max us</th><th>lost</th><th>dup</th><th>undelivered</th><th>unsure</th>"
+                  "<th>problem</th></tr>\n");
+  for (const PairRow& row : rows) {
+    absl::StrAppendFormat(
+        &html,
+        "<tr><td>%u</td><td>%s</td><td>%u</td><td>%.0f</td><td>%.2f</td><td>%.1f</td>"
+        "<td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%u</td><td>%u</td><td>%u</td><td>%u</td>"
+        "<td class=\"l\">%s</td></tr>\n",
+        row.pair.id, Route(row.pair), row.acked, row.rate, row.mbps,
+        Micros(row.rtt.Percentile(0.5)), Micros(row.rtt.Percentile(0.99)),
+        Micros(row.rtt.Percentile(0.999)), Micros(row.rtt.Percentile(1.0)), row.lost, row.dup,
+        row.undelivered, row.unsure, HtmlEscape(row.problem));
+  }
+  absl::StrAppend(&html, "</table>\n<h2>Latency</h2>\n");
+  if (plot_problem.empty()) {
+    absl::StrAppend(&html,
+                    "<p><img src=\"latency.png\" alt=\"RTT per second and RTT histogram\" "
+                    "width=\"960\"> (<a href=\"latency.svg\">SVG</a>)</p>\n");
+  } else {
+    absl::StrAppend(&html, "<p class=\"bad\">No plot: ", HtmlEscape(plot_problem),
+                    ". The data is in per_second.csv and latency_histogram.csv.</p>\n");
+  }
+  absl::StrAppend(&html,
+                  "<h2>Per second, all pairs</h2>\n<table><tr><th>second</th><th>pairs</th>"
+                  "<th>events</th><th>MB</th><th>p50 us</th><th>p99 us</th><th>max us</th></tr>\n");
+  for (const LoadSecond& second : seconds) {
+    absl::StrAppendFormat(&html,
+                          "<tr><td>%u</td><td>%u</td><td>%u</td><td>%.2f</td><td>%.1f</td>"
+                          "<td>%.1f</td><td>%.1f</td></tr>\n",
+                          second.second, second.pairs, second.acked,
+                          static_cast<double>(second.bytes) / 1e6,
+                          Micros(second.rtt.Percentile(0.5)), Micros(second.rtt.Percentile(0.99)),
+                          Micros(second.rtt.Percentile(1.0)));
+  }
+  absl::StrAppend(&html,
+                  "</table>\n<p>Data: <a href=\"pairs.csv\">pairs.csv</a>, "
+                  "<a href=\"per_second.csv\">per_second.csv</a> (all pairs), "
+                  "<a href=\"per_pair_second.csv\">per_pair_second.csv</a>, "
+                  "<a href=\"latency_histogram.csv\">latency_histogram.csv</a>; plot script "
+                  "<a href=\"report.gp\">report.gp</a>.</p>\n</body></html>\n");
+  return html;
+}
+
+}  // namespace
+
+std::string FormatSecond(const LoadSecond& second) {
+  return absl::StrFormat("  %2u s: %10u events/s %8.2f MB/s   RTT p50 %8.1f us  p99 %8.1f us",
+                         second.second, second.acked, static_cast<double>(second.bytes) / 1e6,
+                         Micros(second.rtt.Percentile(0.5)), Micros(second.rtt.Percentile(0.99)));
+}
+
+std::vector<std::string> PrintLoadTable(const std::vector<LoadPair>& pairs,
+                                        const std::map<uint32_t, LoadReport>& reports) {
+  std::vector<std::string> failures;
+  std::printf("\n%4s %-7s %11s %11s %8s %9s %9s %9s %7s %5s %6s %6s\n", "pair", "route", "events",
+              "events/s", "MB/s", "p50 us", "p99 us", "p99.9 us", "lost", "dup", "undel", "unsure");
+  LatencyHistogram all;
+  PairRow total;
+  for (const PairRow& row : PairRows(pairs, reports)) {
+    const std::string route = Route(row.pair);
+    const LoadReport* r = row.reported ? &reports.at(row.pair.id) : nullptr;
+    if (r == nullptr || (r->sent() == 0 && !r->problem().empty())) {
+      std::printf("%4u %-7s %11s\n", row.pair.id, route.c_str(), "no report");
+      failures.push_back(absl::StrCat("pair ", row.pair.id, " (", route, "): ", row.problem));
+      continue;
+    }
+    all.Merge(row.rtt);
+    total.acked += row.acked;
+    total.rate += row.rate;
+    total.mbps += row.mbps;
+    total.lost += row.lost;
+    total.dup += row.dup;
+    total.undelivered += row.undelivered;
+    total.unsure += row.unsure;
+    std::printf("%s\n", TableLine(absl::StrCat(row.pair.id), route, row, row.rtt).c_str());
+    std::string why;
+    if (!r->problem().empty()) {
+      why = r->problem();
+    } else if (r->sent() == 0) {
+      why = "sent nothing";
+    } else if (r->acked() != r->sent()) {
+      why = absl::StrCat(row.lost, " of ", r->sent(), " events not acknowledged");
+    } else if (r->dups() != 0 || r->gaps() != 0 || r->reorders() != 0) {
+      why = absl::StrCat("receiver saw ", r->dups(), " duplicates and ", r->gaps(),
+                         " gaps; sender saw ", r->reorders(), " acks out of order");
+    }
+    if (!why.empty()) {
+      failures.push_back(absl::StrCat("pair ", row.pair.id, " (", route, "): ", why));
+    }
+  }
+  std::printf("%s\n", TableLine("all", "", total, all).c_str());
+  std::printf(
+      "RTT: from a data event's send to its acknowledgement back at the sender, including the "
+      "wait behind the pair's earlier events in its window (latency under load; --window=1 "
+      "measures an idle round trip). undel: events reported undelivered; unsure: of those, sent "
+      "but not known delivered.\n");
+  return failures;
+}
+
+absl::StatusOr<std::string> WriteLoadReport(const std::string& dir, const LoadRunInfo& run,
+                                            const LoadFigures& figures) {
+  if (dir.empty()) {
+    return absl::InvalidArgumentError("--report: empty directory");
+  }
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--report: cannot create ", dir, ": ", error.message()));
+  }
+  const std::vector<PairRow> rows = PairRows(run.pairs, figures.reports());
+  const std::vector<LoadSecond> seconds = figures.seconds();
+  LatencyHistogram all;
+  for (const PairRow& row : rows) {
+    all.Merge(row.rtt);
+  }
+  for (const auto& [name, text] :
+       {std::pair{"pairs.csv", PairsCsv(rows)},
+        std::pair{"per_second.csv", PerSecondCsv(seconds, /*by_pair=*/false)},
+        std::pair{"per_pair_second.csv", PerSecondCsv(seconds, /*by_pair=*/true)},
+        std::pair{"latency_histogram.csv", HistogramCsv(all)},
+        std::pair{"report.gp", GnuplotScript(dir, run.title, seconds.size())}}) {
+    if (absl::Status written = WriteFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
+      return written;
+    }
+  }
+  std::string plot_problem;
+  if (all.count() == 0) {
+    plot_problem = "no round trip was measured";
+  } else {
+    plot_problem = RunGnuplot(dir + "/report.gp");
+  }
+  const std::string html_path = dir + "/report.html";
+  if (absl::Status written = WriteFile(html_path, Html(run, rows, seconds, plot_problem));
+      !written.ok()) {
+    return written;
+  }
+  if (!plot_problem.empty()) {
+    std::fprintf(stderr, "troupe_loadgen: report without plots: %s\n", plot_problem.c_str());
+  }
+  return html_path;
+}
+
+}  // namespace troupe::examples

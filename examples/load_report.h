@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The load generator's figures, gathered while it runs and written out at the end
+// (troupe_loadgen --report=DIR):
+//
+//   | file                   | holds                                                           |
+//   |------------------------|-----------------------------------------------------------------|
+//   | pairs.csv              | one row per pair: route, events, events/s, MB/s, RTT p50, p99,  |
+//   |                        | p99.9 and max, lost, duplicated, undelivered, unsure, problem   |
+//   | per_second.csv         | one row per second, all pairs: pairs that reported it, events,  |
+//   |                        | MB, RTT p50, p99 and max of that second                         |
+//   | per_pair_second.csv    | the same per second and pair                                    |
+//   | latency_histogram.csv  | every non-empty RTT bucket of all pairs: low_us, high_us, count |
+//   | latency.png, .svg      | RTT p50/p99/max per second above the RTT histogram (log scales),|
+//   |                        | rendered by gnuplot from report.gp when gnuplot is on PATH      |
+//   | report.html            | the run's parameters, both tables, the plot and what RTT means  |
+// RTT is the time from a data event's send to its acknowledgement back at the sender (one clock):
+// it includes the wait behind up to `window - 1` earlier events of the same pair, so it is a
+// latency under load, not an idle round trip (run --window=1 for that).
+//
+// Thread-safety: LoadFigures is thread-safe (the controller actor writes, the main thread reads);
+// WriteLoadReport is thread-compatible.
+//
+// Example:
+//
+//   LoadFigures figures;                       // the controller actor calls Add / SetReport
+//   ... figures.CompleteSeconds(pair_count) each tick: print the lines it returns ...
+//   absl::StatusOr<std::string> html =
+//       WriteLoadReport("/tmp/run1", {.title = "3 pairs ...", .pairs = routes}, figures);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+
+#include "actors/sync.h"
+#include "histogram.h"
+#include "loadtest.pb.h"
+
+namespace troupe::examples {
+
+// One second of the run, summed over the pairs that reported it.
+struct LoadSecond {
+  uint32_t second = 0;
+  // Pairs that sent their figures for this second.
+  uint32_t pairs = 0;
+  uint64_t acked = 0;
+  uint64_t bytes = 0;
+  LatencyHistogram rtt;
+  // Each pair's own figures for the second.
+  std::map<uint32_t, LoadProgress> by_pair;
+};
+
+// What the load generator learned: each pair's seconds (EvLoadProgress) and final reports.
+class LoadFigures {
+ public:
+  void AddSecond(const LoadProgress& progress) ABSL_LOCKS_EXCLUDED(mu_);
+  // Keeps the first report of each pair.
+  void SetReport(LoadReport report) ABSL_LOCKS_EXCLUDED(mu_);
+
+  size_t reported() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::map<uint32_t, LoadReport> reports() const ABSL_LOCKS_EXCLUDED(mu_);
+  bool has_report(uint32_t pair) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Returns the seconds, in order, that were not returned before and are complete: each of the
+  // pairs 1..`pair_count` sent its figures for it or has ended. With `all`, returns every second
+  // not returned before (at the end of the run). Figures for a second already returned are kept
+  // out of the per-second figures (the pair's report still counts them).
+  std::vector<LoadSecond> TakeSeconds(size_t pair_count, bool all) ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns every second gathered, in order.
+  std::vector<LoadSecond> seconds() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  mutable Mutex mu_;
+  std::map<uint32_t, LoadSecond> seconds_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, LoadReport> reports_ ABSL_GUARDED_BY(mu_);
+  uint32_t taken_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A pair as the load generator started it.
+struct LoadPair {
+  uint32_t id = 0;
+  uint32_t sender = 0;
+  uint32_t receiver = 0;
+};
+
+struct LoadRunInfo {
+  // One line saying what ran, e.g. "3 pair(s), 64 B payload, window 256, 5 s".
+  std::string title;
+  std::vector<LoadPair> pairs;
+  // Why the run failed, one line each; empty when it passed.
+  std::vector<std::string> failures;
+};
+
+// Formats one per-second line for the terminal.
+std::string FormatSecond(const LoadSecond& second);
+
+// Prints the final table (a row per pair and one for all, then what RTT measures) to stdout;
+// returns why the run failed, one line per failing pair (empty: every event was acknowledged once
+// and in order).
+std::vector<std::string> PrintLoadTable(const std::vector<LoadPair>& pairs,
+                                        const std::map<uint32_t, LoadReport>& reports);
+
+// Writes the report files (see the file comment) into `dir`, creating it; returns the path of
+// report.html. Without gnuplot on PATH the images are missing and report.html says so (not an
+// error). kInvalidArgument / kInternal name the file that could not be written.
+absl::StatusOr<std::string> WriteLoadReport(const std::string& dir, const LoadRunInfo& run,
+                                            const LoadFigures& figures);
+
+}  // namespace troupe::examples
