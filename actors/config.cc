@@ -284,6 +284,13 @@ absl::Status ValidateConfig(const proto::ActorSystemConfig& config) {
       return s;
     }
   }
+  if (config.monitoring().has_port()) {
+    if (absl::Status s =
+            CheckRange<uint32_t>("monitoring.port", config.monitoring().port(), 0, 65535);
+        !s.ok()) {
+      return s;
+    }
+  }
   return ValidateInterconnect(config.interconnect());
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace troupe {
 
 std::string_view MetricTypeName(MetricType type) {
@@ -89,6 +91,57 @@ int64_t MetricsRegistry::Sum(std::string_view name, const MetricLabels& match) c
 size_t MetricsRegistry::size() const {
   troupe::MutexLock lock(&mu_);
   return entries_.size();
+}
+
+namespace {
+
+// Escapes `text` for a label value (`quote`) or a help line: backslash, line break and, in a label
+// value, the double quote.
+void AppendEscaped(std::string_view text, bool quote, std::string* out) {
+  for (const char c : text) {
+    switch (c) {
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '"':
+        out->append(quote ? "\\\"" : "\"");
+        break;
+      default:
+        out->push_back(c);
+    }
+  }
+}
+
+}  // namespace
+
+std::string PrometheusText(const MetricsRegistry& registry) {
+  std::string out;
+  std::string last_name;
+  registry.ForEach([&](const MetricSample& sample) {
+    if (out.empty() || sample.name != last_name) {
+      last_name = std::string(sample.name);
+      absl::StrAppend(&out, "# HELP ", last_name, " ");
+      AppendEscaped(sample.help, /*quote=*/false, &out);
+      absl::StrAppend(&out, "\n# TYPE ", last_name, " ");
+      out.append(MetricTypeName(sample.type));
+      out.push_back('\n');
+    }
+    out.append(sample.name);
+    if (!sample.labels.empty()) {
+      out.push_back('{');
+      for (size_t i = 0; i < sample.labels.size(); ++i) {
+        absl::StrAppend(&out, i == 0 ? "" : ",", sample.labels[i].name, "=\"");
+        AppendEscaped(sample.labels[i].value, /*quote=*/true, &out);
+        out.push_back('"');
+      }
+      out.push_back('}');
+    }
+    absl::StrAppend(&out, " ", sample.value, "\n");
+  });
+  return out;
 }
 
 }  // namespace troupe

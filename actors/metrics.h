@@ -163,4 +163,10 @@ class MetricsRegistry {
   std::map<uint64_t, std::tuple<std::string, MetricLabels, uint64_t>> keys_ ABSL_GUARDED_BY(mu_);
 };
 
+// Returns every metric of `registry` in the Prometheus text exposition format (version 0.0.4):
+// for each name a `# HELP` and a `# TYPE` line, then one `name{label="value",...} value` line per
+// metric. Label values and help text are escaped as the format requires (backslash, double quote
+// in label values, line break). What /metrics serves (interconnect/monitoring.h).
+std::string PrometheusText(const MetricsRegistry& registry);
+
 }  // namespace troupe

@@ -53,6 +53,31 @@ TEST(MetricsRegistryTest, EnumeratesByNameThenLabelsWithTheCommonLabelsFirst) {
   EXPECT_EQ(MetricTypeName(MetricType::kCounter), "counter");
 }
 
+TEST(MetricsRegistryTest, PrometheusTextHasHelpAndTypeOncePerNameAndEscapesLabels) {
+  MetricsRegistry registry(MetricLabels{{"node", "3"}});
+  auto a1 = registry.Add({"a_total",
+                          MetricType::kCounter,
+                          "Things \\ done.\nTwo lines.",
+                          {{"actor", "Quote\"Back\\slash\nline"}}},
+                         Constant(5));
+  auto a2 = registry.Add(
+      {"a_total", MetricType::kCounter, "Things \\ done.\nTwo lines.", {{"actor", "plain"}}},
+      Constant(-1));
+  auto b = registry.Add({"b", MetricType::kGauge, "Say \"b\".", {}}, Constant(7));
+  EXPECT_EQ(PrometheusText(registry),
+            "# HELP a_total Things \\\\ done.\\nTwo lines.\n"
+            "# TYPE a_total counter\n"
+            "a_total{node=\"3\",actor=\"Quote\\\"Back\\\\slash\\nline\"} 5\n"
+            "a_total{node=\"3\",actor=\"plain\"} -1\n"
+            "# HELP b Say \"b\".\n"
+            "# TYPE b gauge\n"
+            "b{node=\"3\"} 7\n");
+  MetricsRegistry empty;
+  EXPECT_EQ(PrometheusText(empty), "");
+  auto bare = empty.Add({"c", MetricType::kGauge, "C.", {}}, Constant(1));
+  EXPECT_EQ(PrometheusText(empty), "# HELP c C.\n# TYPE c gauge\nc 1\n");
+}
+
 TEST(MetricsRegistryTest, AMetricLivesAsLongAsItsRegistration) {
   MetricsRegistry registry;
   std::atomic<uint64_t> value{5};
