@@ -14,6 +14,12 @@ if(TROUPE_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()
 
+# cpp-httplib (libcpp-httplib-dev): the monitoring server's HTTP. Debian ships a compiled library
+# with a pkg-config file and no CMake config; its compile definitions (OpenSSL, zlib, brotli
+# support) change the library's class layouts, so it is used only through the pkg-config target.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(TROUPE_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+
 # Standalone Asio is header-only and ships no CMake config: wrap it in an imported target.
 find_path(TROUPE_ASIO_INCLUDE_DIR asio.hpp)
 if(TROUPE_ASIO_INCLUDE_DIR AND NOT TARGET troupe_asio)

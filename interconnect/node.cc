@@ -71,6 +71,15 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig
     }
     node->interconnect_ = std::move(*started);
   }
+  const proto::MonitoringConfig& monitoring = node->system_->config().monitoring();
+  if (monitoring.has_port()) {
+    absl::StatusOr<std::unique_ptr<interconnect::MonitoringServer>> server =
+        interconnect::MonitoringServer::Start(node->system_.get(), monitoring);
+    if (!server.ok()) {
+      return server.status();  // ~Node stops the interconnect and the system
+    }
+    node->monitoring_ = std::move(*server);
+  }
   return node;
 }
 
@@ -98,6 +107,7 @@ Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {
     return {};
   }
   stopped_ = true;
+  monitoring_.reset();
   ShutdownReport report;
   if (interconnect_ != nullptr) {
     const interconnect::Interconnect::DrainReport drained = interconnect_->Drain(timeout);

@@ -10,13 +10,16 @@
 //   | Start(config)         | validates the config, creates the ActorSystem, runs                |
 //   |                       | on_system_start (register services there), starts the interconnect |
 //   |                       | when config.interconnect() lists nodes (the node is then listening |
-//   |                       | and dialling every member); on failure nothing is left running and |
-//   |                       | the status names the field or the cause                            |
+//   |                       | and dialling every member), then the monitoring server when        |
+//   |                       | config.monitoring() has a port (monitoring.h: GET /metrics); on    |
+//   |                       | failure nothing is left running and the status names the field or |
+//   |                       | the cause                                                          |
 //   | WaitForPeer(s)        | blocks until sessions are up, with a timeout (interconnect.h)      |
-//   | Shutdown(timeout)     | drains the interconnect (events held for peers are acknowledged or |
-//   |                       | reported Undelivered{kShutdown}), destroys it, lets the actors     |
-//   |                       | handle those reports, then stops the ActorSystem (actors are       |
-//   |                       | destroyed, their destructors run); idempotent                      |
+//   | Shutdown(timeout)     | stops the monitoring server, drains the interconnect (events held  |
+//   |                       | for peers are acknowledged or reported Undelivered{kShutdown}),    |
+//   |                       | destroys it, lets the actors handle those reports, then stops the  |
+//   |                       | ActorSystem (actors are destroyed, their destructors run);         |
+//   |                       | idempotent                                                         |
 //   | ~Node                 | Shutdown(absl::ZeroDuration()) unless it ran                       |
 // The Interconnect is destroyed before the ActorSystem by construction; destroying an
 // ActorSystem while an Interconnect still uses it aborts with a message (actors/node_hooks.h).
@@ -45,6 +48,7 @@
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/monitoring.h"
 #include "proto/config.pb.h"
 
 namespace troupe {
@@ -88,6 +92,9 @@ class Node {
   // Returns the node's interconnect, or null when the config has no node table. Valid until
   // Shutdown.
   interconnect::Interconnect* interconnect() const { return interconnect_.get(); }
+  // Returns the node's monitoring server (its port(), url()), or null when the config has no
+  // monitoring port. Valid until Shutdown.
+  interconnect::MonitoringServer* monitoring() const { return monitoring_.get(); }
 
   // -- peers ------------------------------------------------------------------------------------
 
@@ -113,8 +120,9 @@ class Node {
 
   NodeId id_ = 0;
   std::unique_ptr<ActorSystem> system_;
-  // Declared after the system, so that it is destroyed first even if Shutdown never ran.
+  // Declared after the system, so that they are destroyed first even if Shutdown never ran.
   std::unique_ptr<interconnect::Interconnect> interconnect_;
+  std::unique_ptr<interconnect::MonitoringServer> monitoring_;
   bool stopped_ = false;
 };
 

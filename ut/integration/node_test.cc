@@ -29,26 +29,8 @@ namespace troupe {
 namespace {
 
 using testutil::Eventually;
-using testutil::EvIcData;
 
 constexpr ActorId kSink = ServiceId("sink");
-
-// Counts the EvIcData it receives.
-class Sink final : public Actor {
- public:
-  explicit Sink(std::atomic<uint64_t>* received) : Actor(&Sink::StateWork), received_(received) {}
-
- private:
-  TROUPE_STATE(StateWork) {
-    switch (ev->type()) {
-      TROUPE_CFUNC(EvIcData::kEventType, Count);
-      default:
-        Unhandled(ev);
-    }
-  }
-  void Count() { received_->fetch_add(1); }
-  std::atomic<uint64_t>* received_;
-};
 
 // What a TrackedSender learned.
 struct SenderLog {
@@ -133,7 +115,8 @@ std::unique_ptr<Node> StartNode(const proto::ActorSystemConfig& config) {
 
 // Registers a Sink counting into `received` as the node's service "sink".
 absl::Status StartSink(Node& node, std::atomic<uint64_t>* received) {
-  absl::StatusOr<ActorId> sink = node.system().TryRegister(std::make_unique<Sink>(received));
+  absl::StatusOr<ActorId> sink =
+      node.system().TryRegister(std::make_unique<testutil::DataCounter>(received));
   return sink.ok() ? node.system().RegisterService(kSink, *sink) : sink.status();
 }
 
@@ -172,7 +155,9 @@ TEST(NodeTest, WaitingForAPeerThatNeverAnswersSaysSo) {
   CapturingLogSink log;
   std::unique_ptr<Node> one = StartNode(config);
   ASSERT_NE(one, nullptr);
-  const absl::Status waited = one->WaitForPeer(2, absl::Milliseconds(200));
+  // Long enough for a refused dial to be seen even on a loaded box (ASan, parallel tests): the
+  // status then says why, not only that it is still dialling.
+  const absl::Status waited = one->WaitForPeer(2, absl::Seconds(2));
   EXPECT_EQ(waited.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(waited.message().find("no session with node 2"), std::string::npos) << waited;
   EXPECT_NE(waited.message().find("unreachable"), std::string::npos) << waited;

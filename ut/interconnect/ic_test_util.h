@@ -2,10 +2,11 @@
 //
 // Shared pieces of the interconnect's session tests (ut/interconnect/) and of the integration
 // tests (ut/integration/), in namespace troupe::testutil like ut/actors/test_util.h: protobuf
-// events that cross nodes, the shared Echo bound to them, a sequenced sender and a receiver that
-// checks per-sender order, and cluster configs.
+// events that cross nodes, the shared Echo bound to them, a sequenced sender, a receiver that
+// checks per-sender order and one that counts, and cluster configs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -116,6 +117,24 @@ class SequenceChecker final : public Actor {
   void HandleData(EventPtr<EvIcData> ev) { log_->Record(ev->sender(), ev.Get()->record.seq()); }
 
   SequenceLog* log_;
+};
+
+// Counts the EvIcData it receives into `received` (read by the test).
+class DataCounter final : public Actor {
+ public:
+  explicit DataCounter(std::atomic<uint64_t>* received)
+      : Actor(&DataCounter::StateWork), received_(received) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_CFUNC(EvIcData::kEventType, Count);
+      default:
+        Unhandled(ev);
+    }
+  }
+  void Count() { received_->fetch_add(1); }
+  std::atomic<uint64_t>* received_;
 };
 
 // Sends EvIcData 1..count to `target`, `batch` per wakeup (so sends interleave with the network).

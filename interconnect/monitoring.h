@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// MonitoringServer: a node's HTTP endpoint for its operator, served by cpp-httplib on its own
+// threads (one accepting, one answering), never on the actor pools, so a node whose pools are
+// stuck still answers.
+//
+//   | request       | answer                                                                 |
+//   |---------------|------------------------------------------------------------------------|
+//   | GET /metrics  | 200, every metric of the node's registry (ActorSystem::metrics()) in   |
+//   |               | the Prometheus text format 0.0.4 (PrometheusText, actors/metrics.h):   |
+//   |               | pools, mailboxes, timers, dropped events and every session by peer,    |
+//   |               | each labelled node="<id>"                                              |
+//   | anything else | 404                                                                    |
+// troupe::Node starts one when the config has `monitoring { port: N }` (proto/config.proto;
+// port 0 takes a free one) and stops it first on Shutdown. A scrape reads each metric's current
+// value without stopping anything (metrics.h); it costs the node's actors nothing.
+//
+// Thread-safety: Start and the destructor from one thread; port() and url() are thread-safe.
+// Destroy the server before its ActorSystem (Node does); the other order aborts with a message
+// (actors/node_hooks.h).
+//
+// Example:
+//
+//   proto::MonitoringConfig config;
+//   config.set_port(9464);
+//   absl::StatusOr<std::unique_ptr<MonitoringServer>> server =
+//       MonitoringServer::Start(system.get(), config);
+//   // curl http://127.0.0.1:9464/metrics
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+#include "actors/actor_system.h"
+#include "proto/config.pb.h"
+
+namespace troupe::interconnect {
+
+class MonitoringServer {
+ public:
+  // Listens on config.host (default 127.0.0.1) and config.port, and starts answering.
+  // kUnavailable names the address when it cannot be bound (in use, no such address).
+  static absl::StatusOr<std::unique_ptr<MonitoringServer>> Start(
+      ActorSystem* system, const proto::MonitoringConfig& config);
+  // Stops listening; an answer in progress finishes first.
+  ~MonitoringServer();
+  MonitoringServer(const MonitoringServer&) = delete;
+  MonitoringServer& operator=(const MonitoringServer&) = delete;
+  MonitoringServer(MonitoringServer&&) = delete;
+  MonitoringServer& operator=(MonitoringServer&&) = delete;
+
+  // The port it listens on (the one chosen when the config said 0).
+  uint16_t port() const;
+  // "http://host:port", e.g. "http://127.0.0.1:9464" (IPv6 hosts in brackets).
+  std::string url() const;
+
+ private:
+  struct Impl;
+  explicit MonitoringServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace troupe::interconnect

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The monitoring server (interconnect/monitoring.h) of a running two-node cluster, scraped over
+// loopback HTTP as Prometheus would: the text format line by line, the node label, values that
+// move under traffic, 404 elsewhere, a port in use refused with the address, and a server that
+// answers while the node's only pool is stuck in a handler.
+#include "interconnect/monitoring.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+#include "actors/actor.h"
+#include "actors/sync.h"
+#include "interconnect/node.h"
+#include "ut/interconnect/ic_test_util.h"
+
+namespace troupe {
+namespace {
+
+using testutil::Eventually;
+
+// One scrape: the HTTP status, the content type and the body.
+struct Scrape {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+Scrape Get(const std::string& url, const std::string& path) {
+  httplib::Client client(url);
+  client.set_connection_timeout(10, 0);
+  client.set_read_timeout(10, 0);
+  Scrape scrape;
+  if (httplib::Result result = client.Get(path)) {
+    scrape.status = result->status;
+    scrape.content_type = result->get_header_value("Content-Type");
+    scrape.body = result->body;
+  }
+  return scrape;
+}
+
+bool IsNameChar(char c, bool first) {
+  return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' || c == ':' ||
+         (!first && std::isdigit(static_cast<unsigned char>(c)) != 0);
+}
+
+// Reads a metric or label name at `pos` (label names take no ':'); returns it, or "" when none.
+std::string ReadName(const std::string& line, size_t* pos, bool label) {
+  const size_t begin = *pos;
+  while (*pos < line.size() && IsNameChar(line[*pos], *pos == begin) &&
+         !(label && line[*pos] == ':')) {
+    ++*pos;
+  }
+  return line.substr(begin, *pos - begin);
+}
+
+// Reads `{name="value",...}` at `pos` (escapes \\, \" and \n in values); false when malformed.
+bool ReadLabels(const std::string& line, size_t* pos) {
+  if (*pos >= line.size() || line[*pos] != '{') {
+    return true;  // no labels
+  }
+  ++*pos;
+  while (true) {
+    if (ReadName(line, pos, /*label=*/true).empty() || line.compare(*pos, 2, "=\"") != 0) {
+      return false;
+    }
+    *pos += 2;
+    while (*pos < line.size() && line[*pos] != '"') {
+      if (line[*pos] == '\\') {
+        if (*pos + 1 >= line.size() ||
+            std::string("\\\"n").find(line[*pos + 1]) == std::string::npos) {
+          return false;
+        }
+        ++*pos;
+      }
+      ++*pos;
+    }
+    if (*pos >= line.size()) {
+      return false;
+    }
+    ++*pos;  // the closing quote
+    if (*pos < line.size() && line[*pos] == ',') {
+      ++*pos;
+      continue;
+    }
+    if (*pos < line.size() && line[*pos] == '}') {
+      ++*pos;
+      return true;
+    }
+    return false;
+  }
+}
+
+// The samples of a Prometheus text body, keyed by "name{labels}"; fails the test on any line
+// that is not a HELP, a TYPE (counter or gauge) or a sample (with node="..." among its labels)
+// whose name had its TYPE first.
+std::map<std::string, int64_t> ParseExposition(const std::string& body) {
+  std::map<std::string, int64_t> samples;
+  std::set<std::string> typed;
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("# HELP ")) {
+      size_t pos = 7;
+      EXPECT_FALSE(ReadName(line, &pos, /*label=*/false).empty()) << line;
+      continue;
+    }
+    if (line.starts_with("# TYPE ")) {
+      size_t pos = 7;
+      const std::string name = ReadName(line, &pos, /*label=*/false);
+      const std::string type = line.substr(std::min(pos + 1, line.size()));
+      EXPECT_TRUE(line[pos] == ' ' && (type == "counter" || type == "gauge")) << line;
+      EXPECT_TRUE(typed.insert(name).second) << "a second TYPE for " << name;
+      continue;
+    }
+    size_t pos = 0;
+    const std::string name = ReadName(line, &pos, /*label=*/false);
+    const size_t labels_begin = pos;
+    const bool labels_ok = ReadLabels(line, &pos);
+    const std::string series = line.substr(0, pos);
+    const std::string value = pos < line.size() ? line.substr(pos + 1) : "";
+    const bool value_ok = pos < line.size() && line[pos] == ' ' && !value.empty() &&
+                          value.find_first_not_of("-0123456789") == std::string::npos;
+    if (name.empty() || !labels_ok || !value_ok) {
+      ADD_FAILURE() << "not a Prometheus text line: '" << line << "'";
+      continue;
+    }
+    EXPECT_TRUE(typed.contains(name)) << "a sample before its TYPE: " << line;
+    EXPECT_NE(series.find("node=\"", labels_begin), std::string::npos) << line;
+    EXPECT_TRUE(samples.emplace(series, std::stoll(value)).second)
+        << "the same series twice: " << line;
+  }
+  return samples;
+}
+
+proto::ActorSystemConfig Monitored(proto::ActorSystemConfig config) {
+  config.mutable_monitoring()->set_port(0);
+  return config;
+}
+
+std::unique_ptr<Node> StartNode(const proto::ActorSystemConfig& config) {
+  absl::StatusOr<std::unique_ptr<Node>> node = Node::Start(config);
+  EXPECT_TRUE(node.ok()) << node.status();
+  return node.ok() ? std::move(*node) : nullptr;
+}
+
+TEST(MonitoringTest, MetricsOfATwoNodeClusterAreValidPrometheusTextAndMoveUnderTraffic) {
+  testutil::LoopbackPorts ports(2);
+  std::unique_ptr<Node> one = StartNode(Monitored(ports.ConfigFor(1, "test")));
+  std::unique_ptr<Node> two = StartNode(Monitored(ports.ConfigFor(2, "test")));
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(two, nullptr);
+  ASSERT_NE(one->monitoring(), nullptr);
+  EXPECT_NE(one->monitoring()->port(), 0);
+  EXPECT_EQ(one->monitoring()->url(), absl::StrCat("http://127.0.0.1:", one->monitoring()->port()));
+  std::atomic<uint64_t> received{0};
+  absl::StatusOr<ActorId> sink =
+      two->system().TryRegister(std::make_unique<testutil::DataCounter>(&received));
+  ASSERT_TRUE(sink.ok());
+  ASSERT_TRUE(two->system().RegisterService(ServiceId("sink"), *sink).ok());
+  ASSERT_TRUE(one->WaitForPeer(2, absl::Seconds(30)).ok());
+
+  const std::string sent_key = R"(troupe_session_events_sent_total{node="1",peer="2"})";
+  const std::string received_key = R"(troupe_session_events_received_total{node="2",peer="1"})";
+  const Scrape before = Get(one->monitoring()->url(), "/metrics");
+  ASSERT_EQ(before.status, 200);
+  EXPECT_EQ(before.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  const std::map<std::string, int64_t> first = ParseExposition(before.body);
+  ASSERT_TRUE(first.contains(sent_key)) << before.body;
+  EXPECT_TRUE(first.contains(R"(troupe_session_up{node="1",peer="2"})")) << before.body;
+  EXPECT_EQ(first.at(R"(troupe_session_up{node="1",peer="2"})"), 1);
+  bool pools = false;
+  for (const auto& [series, value] : first) {
+    pools = pools || series.starts_with(R"(troupe_pool_events_total{node="1",pool=")");
+  }
+  EXPECT_TRUE(pools) << before.body;
+
+  constexpr uint64_t kEvents = 1000;
+  for (uint64_t i = 1; i <= kEvents; ++i) {
+    one->system().Send(ServiceId("sink", 2), testutil::MakeData(i));
+  }
+  ASSERT_TRUE(Eventually([&] { return received.load() == kEvents; }, absl::Seconds(30)));
+  const std::map<std::string, int64_t> after =
+      ParseExposition(Get(one->monitoring()->url(), "/metrics").body);
+  ASSERT_TRUE(after.contains(sent_key));
+  EXPECT_GE(after.at(sent_key) - first.at(sent_key), static_cast<int64_t>(kEvents));
+  const std::map<std::string, int64_t> peer =
+      ParseExposition(Get(two->monitoring()->url(), "/metrics").body);
+  ASSERT_TRUE(peer.contains(received_key));
+  EXPECT_GE(peer.at(received_key), static_cast<int64_t>(kEvents));
+
+  EXPECT_EQ(Get(one->monitoring()->url(), "/nothing-here").status, 404);
+  two->Shutdown(absl::Seconds(5));
+  EXPECT_EQ(Get(absl::StrCat("http://127.0.0.1:", ports.port(2)), "/metrics").status, 0)
+      << "the interconnect's port does not speak HTTP";
+}
+
+TEST(MonitoringTest, APortInUseFailsTheNodeStartNamingTheAddress) {
+  proto::ActorSystemConfig config;
+  config.mutable_monitoring()->set_port(0);
+  std::unique_ptr<Node> first = StartNode(config);
+  ASSERT_NE(first, nullptr);
+  proto::ActorSystemConfig clash;
+  clash.mutable_monitoring()->set_port(first->monitoring()->port());
+  absl::StatusOr<std::unique_ptr<Node>> second = Node::Start(clash);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find(absl::StrCat("127.0.0.1:", first->monitoring()->port())),
+            std::string::npos)
+      << second.status();
+
+  proto::ActorSystemConfig bad;
+  bad.mutable_monitoring()->set_port(70000);
+  absl::StatusOr<std::unique_ptr<Node>> invalid = Node::Start(bad);
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.status().message().find("monitoring.port"), std::string::npos)
+      << invalid.status();
+  proto::ActorSystemConfig off;
+  std::unique_ptr<Node> quiet = StartNode(off);
+  ASSERT_NE(quiet, nullptr);
+  EXPECT_EQ(quiet->monitoring(), nullptr) << "off unless a port is configured";
+}
+
+// Blocks its worker until released: the node's only pool is stuck.
+class Blocker final : public Actor {
+ public:
+  Blocker(Notification* entered, Notification* release)
+      : Actor(&Blocker::StateWork), entered_(entered), release_(release) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    entered_->Notify();
+    release_->WaitForNotificationWithTimeout(absl::Seconds(60));
+  }
+  Notification* entered_;
+  Notification* release_;
+};
+
+TEST(MonitoringTest, TheServerAnswersWhileThePoolsAreStuck) {
+  proto::ActorSystemConfig config;
+  config.mutable_monitoring()->set_port(0);
+  proto::PoolConfig* pool = config.add_pools();
+  pool->set_name("User");
+  pool->set_threads(1);
+  std::unique_ptr<Node> node = StartNode(config);
+  ASSERT_NE(node, nullptr);
+  Notification entered;
+  Notification release;
+  const ActorId blocker = node->system().Register(std::make_unique<Blocker>(&entered, &release));
+  node->system().Send(blocker, testutil::MakeData(1));
+  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  const Scrape scrape = Get(node->monitoring()->url(), "/metrics");
+  release.Notify();
+  EXPECT_EQ(scrape.status, 200);
+  EXPECT_NE(scrape.body.find("troupe_pool_events_total"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace troupe
