@@ -309,6 +309,14 @@ int Run(const char* argv0) {
       ports.push_back(static_cast<uint16_t>(base_port + i));
     }
   }
+  // Each node serves GET /metrics on a port of its own (troupe_node --monitoring_port).
+  absl::StatusOr<std::vector<uint16_t>> metrics_ports =
+      troupe::interconnect::FreeLoopbackPorts(static_cast<size_t>(nodes));
+  if (!metrics_ports.ok()) {
+    std::printf("troupe_cluster: cannot pick free ports: %s\n",
+                std::string(metrics_ports.status().message()).c_str());
+    return 1;
+  }
   const std::string config = workdir + "/cluster.conf";
   {
     std::ofstream out(config);
@@ -352,11 +360,14 @@ int Run(const char* argv0) {
       "troupe_cluster: %d node(s) and the load generator (node %d) on 127.0.0.1, ports %s\n"
       "troupe_cluster: config %s, logs %s/node-<i>.log and loadgen.log\n",
       nodes, nodes + 1, absl::StrJoin(port_list, " ").c_str(), config.c_str(), workdir.c_str());
+  std::printf("troupe_cluster: metrics at http://127.0.0.1:{%s}/metrics (nodes 1..%d)\n",
+              absl::StrJoin(*metrics_ports, ",").c_str(), nodes);
 
   bool failed = false;
   std::string why;
   for (int i = 1; i <= nodes && !failed; ++i) {
-    failed = !Spawn({node_binary, "--config=" + config, absl::StrCat("--node_id=", i)},
+    failed = !Spawn({node_binary, "--config=" + config, absl::StrCat("--node_id=", i),
+                     absl::StrCat("--monitoring_port=", (*metrics_ports)[i - 1])},
                     /*log_stdout=*/true, /*own_group=*/true, original, &children[i - 1]);
   }
   const int pairs = absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : nodes;

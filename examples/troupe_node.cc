@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // troupe_node: runs one node of a cluster from a protobuf text config: the echo service, the
-// load-test actors (examples/loadtest.h) and the interconnect. Logs sessions coming up and going
-// down and runs until SIGINT or SIGTERM (or --run_seconds), then stops cleanly and exits 0.
+// load-test actors (examples/loadtest.h), the interconnect and the monitoring server (GET /metrics
+// on a free port unless --monitoring_port or the config says otherwise). Logs sessions coming up
+// and going down and runs until SIGINT or SIGTERM (or --run_seconds), then stops cleanly and
+// exits 0.
 // A bad config prints the field at fault and exits 2.
 //
 //   troupe_node --config=cluster.conf --node_id=2
@@ -29,6 +31,9 @@ ABSL_FLAG(std::string, config, "",
           "node config (protobuf text, proto/config.proto) with the node table");
 ABSL_FLAG(uint32_t, node_id, 0, "this node's id; 0 keeps the config's node_id");
 ABSL_FLAG(int, run_seconds, 0, "stop after this many seconds; 0 runs until SIGINT or SIGTERM");
+ABSL_FLAG(int, monitoring_port, 0,
+          "port of GET /metrics (Prometheus text) unless the config sets monitoring.port: 0 takes "
+          "a free port (printed at start), -1 serves none");
 
 int main(int argc, char** argv) {
   // First, before any thread exists: every thread inherits the blocked mask.
@@ -42,12 +47,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "troupe_node: --run_seconds: must be 0 or more, got %d\n", run_seconds);
     return 2;
   }
+  const int monitoring_port = absl::GetFlag(FLAGS_monitoring_port);
+  if (monitoring_port < -1 || monitoring_port > 65535) {
+    std::fprintf(stderr, "troupe_node: --monitoring_port: must be -1 to 65535, got %d\n",
+                 monitoring_port);
+    return 2;
+  }
 
   absl::StatusOr<troupe::proto::ActorSystemConfig> config =
       troupe::examples::LoadNodeConfig(absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_node_id));
   if (!config.ok()) {
     std::fprintf(stderr, "troupe_node: %s\n", absl::StrCat(config.status().message()).c_str());
     return 2;
+  }
+  // The example node serves its metrics by default (the library's default is off).
+  if (!config->monitoring().has_port() && monitoring_port >= 0) {
+    config->mutable_monitoring()->set_port(static_cast<uint32_t>(monitoring_port));
   }
   // Services are registered before the interconnect starts: a peer never finds them missing.
   troupe::NodeOptions options;
@@ -66,6 +81,9 @@ int main(int argc, char** argv) {
   troupe::interconnect::Interconnect* ic = (*node)->interconnect();
   std::printf("troupe_node: node %u up, listening on port %u, %d nodes in the table\n", self,
               ic->port(), (*node)->system().config().interconnect().nodes_size());
+  if (const troupe::interconnect::MonitoringServer* monitoring = (*node)->monitoring()) {
+    std::printf("troupe_node: node %u metrics at %s/metrics\n", self, monitoring->url().c_str());
+  }
 
   troupe::examples::SessionWatcher watcher(self, ic);
   const absl::Time deadline =
