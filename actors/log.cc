@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/log.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -33,6 +36,9 @@ class StderrSink final : public LogSink {
 
 troupe::Mutex g_sink_mu;
 LogSink* g_sink ABSL_GUARDED_BY(g_sink_mu) = nullptr;
+// The last kRecentWarnings warn and error lines, oldest first.
+constexpr size_t kRecentWarnings = 64;
+std::deque<std::string> g_recent ABSL_GUARDED_BY(g_sink_mu);
 
 LogSink& DefaultSink() {
   static StderrSink sink;
@@ -149,7 +155,23 @@ LogMessage::~LogMessage() {
   troupe::MutexLock lock(&g_sink_mu);
   LogSink* sink = g_sink != nullptr ? g_sink : &DefaultSink();
   sink->Write(level_, component_, text);
+  if (level_ >= LogLevel::kWarn) {
+    if (g_recent.size() == kRecentWarnings) {
+      g_recent.pop_front();
+    }
+    g_recent.push_back(text);
+  }
 }
+
+}  // namespace internal
+
+std::vector<std::string> RecentWarnings(size_t max) {
+  troupe::MutexLock lock(&g_sink_mu);
+  const size_t count = std::min(max, g_recent.size());
+  return {g_recent.end() - static_cast<std::ptrdiff_t>(count), g_recent.end()};
+}
+
+namespace internal {
 
 CheckFailure::CheckFailure(const char* condition, const char* file, int line) {
   stream_ << file << ':' << line << ": check failed: " << condition << ' ';

@@ -68,6 +68,10 @@ bool LogEnabled(LogLevel level, LogComponent component);
 // Replaces the sink (nullptr restores stderr) and returns the previous one.
 LogSink* SetLogSink(LogSink* sink);
 
+// Returns the last `max` (at most 64) warn and error lines written in this process, oldest first,
+// whatever the sink: what a status page shows as recent warnings.
+std::vector<std::string> RecentWarnings(size_t max = 64);
+
 // Keeps every line in memory; installs itself for its lifetime. Thread-safe.
 class CapturingLogSink final : public LogSink {
  public:

@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
   std::printf("troupe_node: node %u up, listening on port %u, %d nodes in the table\n", self,
               ic->port(), (*node)->system().config().interconnect().nodes_size());
   if (const troupe::interconnect::MonitoringServer* monitoring = (*node)->monitoring()) {
-    std::printf("troupe_node: node %u metrics at %s/metrics\n", self, monitoring->url().c_str());
+    std::printf("troupe_node: node %u status page at %s/, metrics at %s/metrics\n", self,
+                monitoring->url().c_str(), monitoring->url().c_str());
   }
 
   troupe::examples::SessionWatcher watcher(self, ic);

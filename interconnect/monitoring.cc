@@ -17,6 +17,7 @@
 #include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
+#include "interconnect/internal/status_page.h"
 
 namespace troupe::interconnect {
 namespace {
@@ -65,6 +66,9 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
     const int yes = 1;
     ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
+  server.Get("/", [system](const httplib::Request& /*request*/, httplib::Response& response) {
+    response.set_content(internal::StatusPage(*system), "text/html; charset=utf-8");
+  });
   server.Get("/metrics",
              [system](const httplib::Request& /*request*/, httplib::Response& response) {
                response.set_content(PrometheusText(system->metrics()),
@@ -103,7 +107,8 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
                                             absl::FormatDuration(kStartTimeout)));
   }
   TROUPE_LOG(kInfo, kInterconnect)
-      << "node " << node << " serves its metrics at " << monitoring->url() << "/metrics";
+      << "node " << node << " serves its status page at " << monitoring->url()
+      << "/ and its metrics at " << monitoring->url() << "/metrics";
   return monitoring;
 }
 

@@ -6,6 +6,9 @@
 //
 //   | request       | answer                                                                 |
 //   |---------------|------------------------------------------------------------------------|
+//   | GET /         | 200, the status page (HTML for people, reloading itself every 2 s):    |
+//   |               | the node's pools, its peers and their sessions, the process's recent   |
+//   |               | warnings (internal/status_page.h)                                      |
 //   | GET /metrics  | 200, every metric of the node's registry (ActorSystem::metrics()) in   |
 //   |               | the Prometheus text format 0.0.4 (PrometheusText, actors/metrics.h):   |
 //   |               | pools, mailboxes, timers, dropped events and every session by peer,    |

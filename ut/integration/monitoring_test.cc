@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 
 #include "actors/actor.h"
+#include "actors/log.h"
 #include "actors/sync.h"
 #include "interconnect/node.h"
 #include "ut/interconnect/ic_test_util.h"
@@ -209,6 +210,32 @@ TEST(MonitoringTest, MetricsOfATwoNodeClusterAreValidPrometheusTextAndMoveUnderT
   two->Shutdown(absl::Seconds(5));
   EXPECT_EQ(Get(absl::StrCat("http://127.0.0.1:", ports.port(2)), "/metrics").status, 0)
       << "the interconnect's port does not speak HTTP";
+}
+
+TEST(MonitoringTest, TheStatusPageShowsPoolsPeersAndEscapedWarnings) {
+  testutil::LoopbackPorts ports(2);
+  std::unique_ptr<Node> one = StartNode(Monitored(ports.ConfigFor(1, "test")));
+  ASSERT_NE(one, nullptr);
+  TROUPE_LOG(kWarn, kUser) << "status page test: <b>not markup</b> & more";
+  const Scrape page = Get(one->monitoring()->url(), "/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("<title>Troupe node 1</title>"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("<meta http-equiv=\"refresh\""), std::string::npos);
+  EXPECT_NE(page.body.find("<td>User</td>"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("<td>node 2</td><td>down</td>"), std::string::npos)
+      << "node 2 never started: " << page.body;
+  EXPECT_NE(page.body.find("status page test: &lt;b&gt;not markup&lt;/b&gt; &amp; more"),
+            std::string::npos)
+      << page.body;
+  EXPECT_EQ(page.body.find("<b>not markup</b>"), std::string::npos);
+
+  proto::ActorSystemConfig alone;
+  alone.set_node_id(5);
+  alone.mutable_monitoring()->set_port(0);
+  std::unique_ptr<Node> five = StartNode(alone);
+  ASSERT_NE(five, nullptr);
+  EXPECT_NE(Get(five->monitoring()->url(), "/").body.find("No interconnect"), std::string::npos);
 }
 
 TEST(MonitoringTest, APortInUseFailsTheNodeStartNamingTheAddress) {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Loads a running node's status page in headless Chromium and takes a screenshot: the browser
+# check of the page that MonitoringServer serves at `/` (interconnect/monitoring.h).
+#
+#   scripts/status-page-screenshot.sh [BUILD_DIR [OUT_DIR]]
+#
+# Starts a two-node troupe_cluster from BUILD_DIR/examples (default build/release) under load for
+# 6 s, waits for node 1's metrics URL, has Chromium (Debian's `chromium`; as root it needs
+# --no-sandbox) render `/` into OUT_DIR/status.png (default BUILD_DIR/status-page) and dump its
+# DOM, then checks that the page shows node 1, its pools and a peer whose session is up, and that
+# the PNG is one. Exits 0 when all holds. Every wait is bounded; only the cluster it started is
+# stopped, by its PID.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/release}
+out=${2:-$build/status-page}
+cluster="$build/examples/troupe_cluster"
+browser=$(command -v chromium || true)
+[[ -x "$cluster" ]] || { echo "status-page: no $cluster (build the examples first)" >&2; exit 2; }
+[[ -n "$browser" ]] || { echo "status-page: no chromium on PATH (scripts/setup.sh installs it)" >&2; exit 2; }
+rm -rf "$out"
+mkdir -p "$out"
+
+"$cluster" --nodes=2 --seconds=6 --window=64 --workdir="$out/cluster" >"$out/cluster.out" 2>&1 &
+cluster_pid=$!
+cleanup() {
+  if kill -0 "$cluster_pid" 2>/dev/null; then
+    kill -TERM "$cluster_pid" 2>/dev/null || true
+    wait "$cluster_pid" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+
+port=""
+for _ in $(seq 1 100); do  # up to 10 s for the cluster to print its metrics ports
+  port=$(grep -o 'http://127.0.0.1:{[0-9]*' "$out/cluster.out" 2>/dev/null | grep -o '[0-9]*$' || true)
+  [[ -n "$port" ]] && break
+  sleep 0.1
+done
+[[ -n "$port" ]] || { echo "status-page: the cluster printed no metrics URL" >&2; cat "$out/cluster.out" >&2; exit 1; }
+url="http://127.0.0.1:$port/"
+# GET / through bash's /dev/tcp (no curl on a bare Debian), at most 2 s.
+page() {
+  timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET / HTTP/1.0\r\n\r\n" >&3 && cat <&3' \
+    _ "$port" 2>/dev/null || true
+}
+for _ in $(seq 1 100); do  # up to 10 s for node 1's session with node 2 to come up
+  page | grep -q '<td>node 2</td><td>up</td>' && break
+  sleep 0.1
+done
+
+flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,800)
+timeout 60 "$browser" "${flags[@]}" --screenshot="$out/status.png" "$url" >"$out/chromium.log" 2>&1
+timeout 60 "$browser" "${flags[@]}" --dump-dom "$url" >"$out/status.html" 2>>"$out/chromium.log"
+
+for want in 'Troupe node 1' '<h2>Pools</h2>' '<td>User</td>' '<td>node 2</td><td>up</td>'; do
+  if ! grep -qF "$want" "$out/status.html"; then
+    echo "status-page: the page Chromium rendered lacks '$want' (see $out/status.html)" >&2
+    exit 1
+  fi
+done
+if [[ "$(head -c 4 "$out/status.png" | od -An -tx1 | tr -d ' \n')" != "89504e47" ]]; then
+  echo "status-page: $out/status.png is not a PNG" >&2
+  exit 1
+fi
+echo "status-page: screenshot $out/status.png ($(stat -c %s "$out/status.png") bytes), DOM $out/status.html"
