@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // DialBackoff: when a proxy (proxy.h) may dial its peer again. Two kinds of trouble, two paces:
-//   | trouble                                          | next dial |
-//   |--------------------------------------------------|-------------------------------------------|
-//   | nothing accepts the connection (not listening    | after 20 ms, doubling up to a heartbeat |
-//   | yet, restarting)                                 | (Unreachable) | | the peer refused the
-//   handshake, or this side     | not before a pause: a heartbeat, doubling | | closed a connection
-//   for a protocol error         | up to max_redial_delay (Pause)            |
+//   | trouble                                     | next dial                                  |
+//   |---------------------------------------------|--------------------------------------------|
+//   | nothing accepts the connection (not         | after 20 ms, doubling up to a heartbeat    |
+//   | listening yet, restarting)                  | (Unreachable)                              |
+//   | the peer refused the handshake, or this     | not before a pause: a heartbeat, doubling  |
+//   | side closed a connection for a protocol     | up to max_redial_delay (Pause)             |
+//   | error                                       |                                            |
 // A connection that carries the session ends the quick retries' doubling (LinkUp), and ends the
 // pause when no protocol-error streak is running; a connection that moved either stream ends the
 // streak (Reset). The kMaxFailedLinks-th failed link in a row ends the session.

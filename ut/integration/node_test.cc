@@ -167,7 +167,10 @@ TEST(NodeTest, WaitingForAPeerThatNeverAnswersSaysSo) {
   SenderLog sender;
   one->system().Register(std::make_unique<TrackedSender>(ServiceId("sink", 2), 1, &sender));
   EXPECT_TRUE(Eventually([&] { return sender.other.load() == 1; }, absl::Seconds(30)));
-  EXPECT_TRUE(log.Contains("no session with node 2: never connected, tried for"));
+  // The proxy reports the event before it writes the line: wait for the line too.
+  EXPECT_TRUE(
+      Eventually([&] { return log.Contains("no session with node 2: never connected, tried for"); },
+                 absl::Seconds(10)));
   EXPECT_FALSE(log.Contains("session with node 2 ended"));
 }
 
