@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Node: one process's whole Troupe node — its ActorSystem and, when the config has a node table,
-// its Interconnect — started from one config and stopped in the right order. A service keeps one
-// Node and nothing else; the runtime and interconnect it exposes are the usual ones.
+// Node: one process's whole Troupe node — its ActorSystem, its Interconnect when the config has a
+// node table, and its MonitoringServer when the config has a monitoring port — started from one
+// config and stopped in the right order. A service keeps one Node and nothing else; the runtime,
+// interconnect and monitoring server it exposes are the usual ones.
 //
 // Lifecycle:
 //   | call                  | does                                                               |
@@ -21,8 +22,9 @@
 //   |                       | ActorSystem (actors are destroyed, their destructors run);         |
 //   |                       | idempotent                                                         |
 //   | ~Node                 | Shutdown(absl::ZeroDuration()) unless it ran                       |
-// The Interconnect is destroyed before the ActorSystem by construction; destroying an
-// ActorSystem while an Interconnect still uses it aborts with a message (actors/node_hooks.h).
+// The MonitoringServer and the Interconnect are destroyed before the ActorSystem by construction;
+// destroying an ActorSystem while either still uses it aborts with a message
+// (actors/node_hooks.h). A monitoring port in use fails Start with kUnavailable naming the address.
 //
 // Thread-safety: thread-safe until Shutdown begins; Shutdown and the destructor must be called
 // from a plain thread (not a handler of this node), once the node's other users are done.
@@ -75,7 +77,8 @@ class Node {
   };
 
   // Starts a node from `config` (see the file comment). kInvalidArgument names the config field
-  // at fault; the interconnect's errors are those of Interconnect::Start.
+  // at fault; the interconnect's errors are those of Interconnect::Start, the monitoring
+  // server's those of MonitoringServer::Start (kUnavailable: its address cannot be bound).
   static absl::StatusOr<std::unique_ptr<Node>> Start(const proto::ActorSystemConfig& config,
                                                      NodeOptions options = {});
   ~Node();

@@ -30,12 +30,14 @@
 #include "actors/log.h"
 #include "actors/sync.h"
 #include "interconnect/node.h"
+#include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
 
 namespace troupe {
 namespace {
 
 using testutil::Eventually;
+using testutil::StartNode;
 
 // One scrape: the HTTP status, the content type and the body.
 struct Scrape {
@@ -155,12 +157,6 @@ proto::ActorSystemConfig Monitored(proto::ActorSystemConfig config) {
   return config;
 }
 
-std::unique_ptr<Node> StartNode(const proto::ActorSystemConfig& config) {
-  absl::StatusOr<std::unique_ptr<Node>> node = Node::Start(config);
-  EXPECT_TRUE(node.ok()) << node.status();
-  return node.ok() ? std::move(*node) : nullptr;
-}
-
 TEST(MonitoringTest, MetricsOfATwoNodeClusterAreValidPrometheusTextAndMoveUnderTraffic) {
   testutil::LoopbackPorts ports(2);
   std::unique_ptr<Node> one = StartNode(Monitored(ports.ConfigFor(1, "test")));
@@ -171,10 +167,7 @@ TEST(MonitoringTest, MetricsOfATwoNodeClusterAreValidPrometheusTextAndMoveUnderT
   EXPECT_NE(one->monitoring()->port(), 0);
   EXPECT_EQ(one->monitoring()->url(), absl::StrCat("http://127.0.0.1:", one->monitoring()->port()));
   std::atomic<uint64_t> received{0};
-  absl::StatusOr<ActorId> sink =
-      two->system().TryRegister(std::make_unique<testutil::DataCounter>(&received));
-  ASSERT_TRUE(sink.ok());
-  ASSERT_TRUE(two->system().RegisterService(ServiceId("sink"), *sink).ok());
+  ASSERT_TRUE(testutil::StartSink(*two, &received).ok());
   ASSERT_TRUE(one->WaitForPeer(2, absl::Seconds(30)).ok());
 
   const std::string sent_key = R"(troupe_session_events_sent_total{node="1",peer="2"})";

@@ -23,14 +23,15 @@
 #include "actors/session_events.h"
 #include "interconnect/interconnect.h"
 #include "ut/integration/fault_proxy.h"
+#include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
 
 namespace troupe {
 namespace {
 
 using testutil::Eventually;
-
-constexpr ActorId kSink = ServiceId("sink");
+using testutil::StartNode;
+using testutil::StartSink;
 
 // What a TrackedSender learned.
 struct SenderLog {
@@ -106,19 +107,6 @@ class SessionWaiter final : public Actor {
   std::atomic<int>* connected_;
   std::atomic<int>* disconnected_;
 };
-
-std::unique_ptr<Node> StartNode(const proto::ActorSystemConfig& config) {
-  absl::StatusOr<std::unique_ptr<Node>> node = Node::Start(config);
-  EXPECT_TRUE(node.ok()) << node.status();
-  return node.ok() ? std::move(*node) : nullptr;
-}
-
-// Registers a Sink counting into `received` as the node's service "sink".
-absl::Status StartSink(Node& node, std::atomic<uint64_t>* received) {
-  absl::StatusOr<ActorId> sink =
-      node.system().TryRegister(std::make_unique<testutil::DataCounter>(received));
-  return sink.ok() ? node.system().RegisterService(kSink, *sink) : sink.status();
-}
 
 TEST(NodeTest, PeersWaitForEachOtherFromThreadsAndActors) {
   testutil::LoopbackPorts ports(2);
