@@ -30,11 +30,16 @@ void Actor::Unhandled(EventHandlePtr& ev) {
 
 void Actor::Send(const ActorId& recipient, std::unique_ptr<EventBase> event, uint32_t flags,
                  uint64_t cookie) const {
-  system_->runtime()->Send(
-      std::make_unique<EventHandle>(recipient, self_, std::move(event), flags, cookie));
+  system_->runtime()->Send(std::make_unique<EventHandle>(recipient, self_, std::move(event), flags,
+                                                         cookie, ActorId(), CurrentTraceId()));
 }
 
-void Actor::Send(EventHandlePtr handle) const { system_->runtime()->Send(std::move(handle)); }
+void Actor::Send(EventHandlePtr handle) const {
+  if (handle->trace_id() == 0) {
+    handle->set_trace_id(CurrentTraceId());
+  }
+  system_->runtime()->Send(std::move(handle));
+}
 
 void Actor::Forward(EventHandlePtr& ev, const ActorId& recipient) const {
   ev->set_recipient(recipient);
@@ -50,7 +55,8 @@ TimerCookie Actor::Schedule(absl::Duration delay, const ActorId& recipient,
                             std::unique_ptr<EventBase> event, uint32_t flags,
                             uint64_t cookie) const {
   return system_->runtime()->Schedule(
-      delay, std::make_unique<EventHandle>(recipient, self_, std::move(event), flags, cookie));
+      delay, std::make_unique<EventHandle>(recipient, self_, std::move(event), flags, cookie,
+                                           ActorId(), CurrentTraceId()));
 }
 
 TimerCookie Actor::ScheduleWakeup(absl::Duration delay, uint64_t tag) const {

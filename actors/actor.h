@@ -121,7 +121,8 @@ class Actor : public internal::SmallPooled {
 
   // -- sending ---------------------------------------------------------------------------------
 
-  // Sends `event` to `recipient` with this actor as sender.
+  // Sends `event` to `recipient` with this actor as sender. It carries the trace id of the event
+  // being handled (CurrentTraceId(), log.h), as do the other sends and schedules below.
   void Send(const ActorId& recipient, std::unique_ptr<EventBase> event, uint32_t flags = kNoFlags,
             uint64_t cookie = 0) const;
   // Sends a prepared handle (its sender is used as is).

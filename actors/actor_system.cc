@@ -75,11 +75,6 @@ absl::StatusOr<std::unique_ptr<ActorSystem>> ActorSystem::Build(
     return status;
   }
   proto::ActorSystemConfig full = WithDefaults(config);
-  LogLevel level = LogLevel::kInfo;
-  if (absl::Status status = ParseLogLevel(full.log().level(), &level); !status.ok()) {
-    return status;
-  }
-  SetLogLevel(level);
   std::unique_ptr<ActorSystem> system(new ActorSystem());
   system->runtime_ =
       std::make_unique<internal::Runtime>(system.get(), std::move(full), driver, first_local_id);
@@ -114,12 +109,16 @@ absl::StatusOr<ActorId> ActorSystem::TryRegister(std::unique_ptr<Actor> actor,
 
 void ActorSystem::Send(const ActorId& recipient, std::unique_ptr<EventBase> event, uint32_t flags,
                        uint64_t cookie, const ActorId& sender) {
-  Send(std::make_unique<EventHandle>(recipient, sender, std::move(event), flags, cookie));
+  Send(std::make_unique<EventHandle>(recipient, sender, std::move(event), flags, cookie, ActorId(),
+                                     CurrentTraceId()));
 }
 
 void ActorSystem::Send(EventHandlePtr handle) {
   if (runtime_->stopped()) {
     return;  // the handle is freed; nothing runs any more
+  }
+  if (handle->trace_id() == 0) {
+    handle->set_trace_id(CurrentTraceId());
   }
   runtime_->Send(std::move(handle));
 }
@@ -187,6 +186,8 @@ const proto::ActorSystemConfig& ActorSystem::config() const { return runtime_->c
 absl::Time ActorSystem::Now() const { return runtime_->Now(); }
 
 MetricsRegistry& ActorSystem::metrics() const { return runtime_->metrics(); }
+
+LogContext& ActorSystem::log_context() const { return runtime_->log_context(); }
 
 // The typed view walks the registry: each field below is one metric (summed over workers for the
 // pool totals), so a counter added to a pool shows up here by adding one row.

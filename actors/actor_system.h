@@ -39,6 +39,7 @@
 #include "actors/actor.h"
 #include "actors/actor_id.h"
 #include "actors/event.h"
+#include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/timer.h"
 #include "proto/config.pb.h"
@@ -171,6 +172,10 @@ class ActorSystem {
   // Returns the node's metrics registry: every counter and gauge of its pools, mailboxes and the
   // extensions that publish into it (the interconnect's sessions), enumerable at any time.
   MetricsRegistry& metrics() const;
+  // Returns the node's log context: its levels (from the config's `log` section; change them here
+  // at run time) and its id on every line its threads and handlers write. Bind threads of your own
+  // that work for this node to it with LogBinding.
+  LogContext& log_context() const;
 
  private:
   friend class Actor;

@@ -271,6 +271,17 @@ absl::Status ValidateConfig(const proto::ActorSystemConfig& config) {
       return FieldError("log.level", s.message());
     }
   }
+  for (int i = 0; i < config.log().components_size(); ++i) {
+    const proto::LogComponentLevel& component = config.log().components(i);
+    const std::string field = absl::StrCat("log.components[", i, "]");
+    if (absl::Status s = CheckLogComponentName(component.name()); !s.ok()) {
+      return FieldError(field + ".name", s.message());
+    }
+    LogLevel level;
+    if (absl::Status s = ParseLogLevel(component.level(), &level); !s.ok()) {
+      return FieldError(field + ".level", s.message());
+    }
+  }
   if (config.has_max_mailboxes()) {
     if (absl::Status s =
             CheckRange<uint32_t>("max_mailboxes", config.max_mailboxes(), 4096, 268'435'456);

@@ -234,6 +234,8 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
 
   // Points the handle at a new recipient (service rewrite, forwarding).
   void set_recipient(ActorId recipient) { recipient_ = recipient; }
+  // Sets the trace id (see "trace ids" in log.h; 0: none).
+  void set_trace_id(uint64_t trace_id) { trace_id_ = trace_id; }
   void set_flags(uint32_t flags) { flags_ = flags; }
 
   // -- body ----------------------------------------------------------------------------------

@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/log.h"
 
+#include <cxxabi.h>
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <memory>
+#include <random>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -18,14 +26,56 @@
 namespace troupe {
 namespace internal {
 
-// Every component starts at kInfo (2).
-std::array<std::atomic<int>, static_cast<int>(LogComponent::kCount)> g_log_levels = {2, 2, 2, 2, 2};
-static_assert(static_cast<int>(LogLevel::kInfo) == 2 &&
-              static_cast<int>(LogComponent::kCount) == 5);
+thread_local constinit LogScope* tls_log_scope [[gnu::tls_model("initial-exec")]] = nullptr;
+
+namespace {
+
+// Every component at `level`; a prvalue, since atomics cannot be copied.
+template <size_t... I>
+constexpr LogLevels LevelsAt(LogLevel level, std::index_sequence<I...> /*unused*/) {
+  return {{((void)I, static_cast<int>(level))...}};
+}
+
+constexpr LogLevels MakeLevels(LogLevel level) {
+  return LevelsAt(level, std::make_index_sequence<kMaxLogComponents>());
+}
+
+}  // namespace
+
+// Every component starts at kInfo. Constant-initialized: lines logged during static
+// initialization see it too.
+constinit LogLevels g_log_levels = MakeLevels(LogLevel::kInfo);
+
+std::string TypeName(const std::type_info* type) {
+  if (type == nullptr) {
+    return "?";
+  }
+  int status = 0;
+  const std::unique_ptr<char, void (*)(void*)> name(
+      abi::__cxa_demangle(type->name(), nullptr, nullptr, &status), std::free);
+  if (status != 0 || name == nullptr) {
+    return type->name();
+  }
+  // Log lines are space-separated fields: "troupe::(anonymous namespace)::Pinger" would split.
+  std::string readable = name.get();
+  absl::StrReplaceAll({{"(anonymous namespace)::", ""}}, &readable);
+  return readable;
+}
 
 }  // namespace internal
 
 namespace {
+
+constexpr int kBuiltInComponents = static_cast<int>(LogComponent::kCount);
+constexpr size_t kMaxComponentName = 32;
+
+// Names of user components, index kBuiltInComponents + 1 onwards (kCount means "all"). A name is
+// written once, before g_named_count's release store publishes it; readers load it with acquire.
+std::array<std::string, kMaxLogComponents> g_component_names;
+std::atomic<int> g_named_count{kBuiltInComponents + 1};
+troupe::Mutex g_registry_mu;
+// Every LogContext alive, so that SetLogLevel reaches them.
+std::vector<LogContext*> g_contexts ABSL_GUARDED_BY(g_registry_mu);
 
 class StderrSink final : public LogSink {
  public:
@@ -78,7 +128,53 @@ std::string_view LogComponentName(LogComponent component) {
     case LogComponent::kCount:
       break;
   }
+  const int index = static_cast<int>(component);
+  if (index > kBuiltInComponents && index < g_named_count.load(std::memory_order_acquire)) {
+    return g_component_names[static_cast<size_t>(index)];
+  }
   return "?";
+}
+
+absl::Status CheckLogComponentName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxComponentName) {
+    return absl::InvalidArgumentError(absl::StrCat("component name \"",
+                                                   absl::string_view(name.data(), name.size()),
+                                                   "\" must have 1 to 32 characters"));
+  }
+  for (const char c : name) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("component name \"",
+                                                     absl::string_view(name.data(), name.size()),
+                                                     "\" may only use a-z, 0-9, '_', '-' and '.'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+LogComponent LogComponentNamed(std::string_view name) {
+  for (int i = 0; i < kBuiltInComponents; ++i) {
+    if (LogComponentName(static_cast<LogComponent>(i)) == name) {
+      return static_cast<LogComponent>(i);
+    }
+  }
+  const absl::Status valid = CheckLogComponentName(name);
+  TROUPE_CHECK(valid.ok()) << valid.message();
+  troupe::MutexLock lock(&g_registry_mu);
+  const int count = g_named_count.load(std::memory_order_relaxed);
+  for (int i = kBuiltInComponents + 1; i < count; ++i) {
+    if (g_component_names[static_cast<size_t>(i)] == name) {
+      return static_cast<LogComponent>(i);
+    }
+  }
+  TROUPE_CHECK(count < kMaxLogComponents)
+      << "too many log components: " << kMaxLogComponents - kBuiltInComponents - 1
+      << " user-named ones exist; \"" << name << "\" cannot be added";
+  g_component_names[static_cast<size_t>(count)] = std::string(name);
+  // release: pairs with the acquire loads in LogComponentName; the name is written first.
+  g_named_count.store(count + 1, std::memory_order_release);
+  return static_cast<LogComponent>(count);
 }
 
 absl::Status ParseLogLevel(std::string_view text, LogLevel* level) {
@@ -93,11 +189,79 @@ absl::Status ParseLogLevel(std::string_view text, LogLevel* level) {
                    "\" (expected trace, debug, info, warn or error)"));
 }
 
-void SetLogLevel(LogLevel level, LogComponent component) {
-  for (int i = 0; i < static_cast<int>(LogComponent::kCount); ++i) {
+namespace {
+
+void SetLevels(internal::LogLevels& levels, LogLevel level, LogComponent component) {
+  for (int i = 0; i < kMaxLogComponents; ++i) {
     if (component == LogComponent::kCount || i == static_cast<int>(component)) {
-      internal::g_log_levels[i].store(static_cast<int>(level), std::memory_order_relaxed);
+      levels[static_cast<size_t>(i)].store(static_cast<int>(level), std::memory_order_relaxed);
     }
+  }
+}
+
+}  // namespace
+
+LogContext::LogContext(uint32_t node_id, LogLevel level)
+    : node_id_(node_id), levels_(internal::MakeLevels(level)) {
+  troupe::MutexLock lock(&g_registry_mu);
+  g_contexts.push_back(this);
+}
+
+LogContext::~LogContext() {
+  troupe::MutexLock lock(&g_registry_mu);
+  std::erase(g_contexts, this);
+}
+
+void LogContext::SetLevel(LogLevel level, LogComponent component) {
+  SetLevels(levels_, level, component);
+}
+
+bool LogContext::Enabled(LogLevel level, LogComponent component) const {
+  return static_cast<int>(level) >= TROUPE_LOG_MIN_LEVEL &&
+         static_cast<int>(level) >=
+             levels_[static_cast<unsigned>(component) % kMaxLogComponents].load(
+                 std::memory_order_relaxed);
+}
+
+LogBinding::LogBinding(const LogContext* context) {
+  internal::LogScope* previous = internal::tls_log_scope;
+  if (previous != nullptr) {
+    scope_ = *previous;
+  }
+  scope_.context = context;
+  scope_.previous = previous;
+  internal::tls_log_scope = &scope_;
+}
+
+LogBinding::~LogBinding() { internal::tls_log_scope = scope_.previous; }
+
+uint64_t NewTraceId() {
+  thread_local std::mt19937_64 random(std::random_device{}() ^
+                                      std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  uint64_t id = 0;
+  while (id == 0) {
+    id = random();
+  }
+  return id;
+}
+
+TraceScope::TraceScope(uint64_t trace_id) {
+  internal::LogScope* previous = internal::tls_log_scope;
+  if (previous != nullptr) {
+    scope_ = *previous;
+  }
+  scope_.trace_id = trace_id;
+  scope_.previous = previous;
+  internal::tls_log_scope = &scope_;
+}
+
+TraceScope::~TraceScope() { internal::tls_log_scope = scope_.previous; }
+
+void SetLogLevel(LogLevel level, LogComponent component) {
+  SetLevels(internal::g_log_levels, level, component);
+  troupe::MutexLock lock(&g_registry_mu);
+  for (LogContext* context : g_contexts) {
+    context->SetLevel(level, component);
   }
 }
 
@@ -145,9 +309,24 @@ LogMessage::LogMessage(LogLevel level, LogComponent component, const char* file,
   if (auto slash = path.rfind('/'); slash != std::string_view::npos) {
     path.remove_prefix(slash + 1);
   }
-  stream_ << absl::FormatTime("%H:%M:%E6S", absl::Now(), absl::UTCTimeZone()) << ' '
-          << LogLevelName(level) << ' ' << LogComponentName(component) << ' ' << path << ':' << line
-          << "] ";
+  stream_ << absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()) << ' '
+          << LogLevelName(level);
+  const LogScope* scope = tls_log_scope;
+  if (scope != nullptr && scope->context != nullptr) {
+    stream_ << " node=" << scope->context->node_id();
+  }
+  // 16 bytes is Linux's limit for a thread name, the terminator included.
+  std::array<char, 16> thread_name{};
+  if (pthread_getname_np(pthread_self(), thread_name.data(), thread_name.size()) == 0) {
+    stream_ << " thread=" << thread_name.data();
+  }
+  if (scope != nullptr && scope->actor != nullptr) {
+    stream_ << " actor=" << *scope->actor << " class=" << TypeName(scope->actor_class);
+  }
+  if (scope != nullptr && scope->trace_id != 0) {
+    stream_ << " trace=" << absl::StrFormat("%016x", scope->trace_id);
+  }
+  stream_ << ' ' << LogComponentName(component) << ' ' << path << ':' << line << "] ";
 }
 
 LogMessage::~LogMessage() {

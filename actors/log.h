@@ -5,7 +5,23 @@
 // `TROUPE_LOG(kInfo, kActors) << "actor " << id << " started";` formats and writes one line to the
 // current sink when the level is enabled for the component; otherwise the streamed arguments are
 // not evaluated. Levels below `TROUPE_LOG_MIN_LEVEL` (a compile-time floor, 0 = trace) compile to
-// nothing. The runtime level is per component and starts at `kInfo`.
+// nothing. `TROUPE_LOG_TO(kInfo, component)` does the same for a component held in a variable,
+// such as one your code names with `LogComponentNamed("billing")`.
+//
+// Every line says who wrote it:
+//
+//   2026-11-24T05:19:37.123456Z info node=1 thread=User:0 actor=[1:7:0] class=Pinger
+//       trace=00000000000004d2 user pinger.cc:42] got pong 17
+//
+// (one line; wrapped here): the UTC date and time, the level, the node (on threads a node runs,
+// see LogContext), the thread's name, and inside a handler the actor's id and class and the trace
+// id of the event being handled (see actor.h); then the component and the source location.
+// Fields that do not apply (no node on a plain thread, no actor outside a handler, no trace) are
+// left out.
+//
+// Levels: each node has its own (LogContext, set from its config's `log` section), so two nodes
+// in one process log independently. Threads no node runs use the process-wide levels, which
+// start at `kInfo`. `SetLogLevel` sets a level process-wide: the default and every node's.
 //
 // Thread-safety: thread-safe. Sinks are called under an internal mutex, one line at a time.
 //
@@ -22,11 +38,13 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 
+#include "actors/actor_id.h"
 #include "actors/sync.h"
 
 #ifndef TROUPE_LOG_MIN_LEVEL
@@ -37,14 +55,32 @@ namespace troupe {
 
 enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarn = 3, kError = 4 };
 
+// The built-in components. Values from kCount + 1 up to kMaxLogComponents - 1 are components
+// named by users (LogComponentNamed); kCount itself stands for "every component" in SetLogLevel.
 enum class LogComponent : int { kActors = 0, kScheduler, kConfig, kInterconnect, kUser, kCount };
 
-// Returns a short lower-case name ("info", "actors").
+// How many components there can be, built-in and named together.
+inline constexpr int kMaxLogComponents = 32;
+
+// Returns a short lower-case name ("info", "actors", or the name a user component was given).
 std::string_view LogLevelName(LogLevel level);
 std::string_view LogComponentName(LogComponent component);
 
 // Parses "trace", "debug", "info", "warn" or "error"; kInvalidArgument otherwise.
 absl::Status ParseLogLevel(std::string_view text, LogLevel* level);
+
+// Checks a component name: 1 to 32 characters of a-z, 0-9, '_', '-' and '.'. kInvalidArgument
+// otherwise, saying why.
+absl::Status CheckLogComponentName(std::string_view name);
+
+// Returns the component called `name`: a built-in one ("actors", "scheduler", "config",
+// "interconnect", "user") or one named by users, registered process-wide the first time the name
+// is seen (also when a node's config names it first). Aborts on a name CheckLogComponentName
+// rejects, or when kMaxLogComponents components exist. Thread-safe; keep the result in a static:
+//
+//   static const troupe::LogComponent kBilling = troupe::LogComponentNamed("billing");
+//   TROUPE_LOG_TO(kInfo, kBilling) << "invoice " << id << " sent";
+LogComponent LogComponentNamed(std::string_view name);
 
 // Receives finished log lines. Implementations must not log themselves.
 class LogSink {
@@ -59,10 +95,111 @@ class LogSink {
   virtual void Write(LogLevel level, LogComponent component, std::string_view line) = 0;
 };
 
-// Sets the minimum level for one component (all components when `component` is kCount).
+class LogContext;
+
+namespace internal {
+
+// What the calling thread writes on behalf of: a node and, inside a handler, an actor and the
+// trace id of the event being handled. Scopes live on the stack and chain to the one they hide;
+// tls_log_scope is the innermost (null: a plain thread).
+struct LogScope {
+  const LogContext* context = nullptr;
+  const ActorId* actor = nullptr;
+  const std::type_info* actor_class = nullptr;
+  uint64_t trace_id = 0;
+  LogScope* previous = nullptr;
+};
+// initial-exec: one %fs-relative load, not a __tls_get_addr call, even though the library is built
+// position-independent; handlers and sends touch it for every event.
+extern thread_local constinit LogScope* tls_log_scope [[gnu::tls_model("initial-exec")]];
+
+using LogLevels = std::array<std::atomic<int>, kMaxLogComponents>;
+inline const LogLevels& LevelsOf(const LogContext& context);
+
+}  // namespace internal
+
+// The log identity of one node: its id, which every line written on its behalf carries, and its
+// levels per component. Each ActorSystem owns one (ActorSystem::log_context()), set from its
+// config, and binds its threads and handlers to it; bind threads of your own that work for a node
+// with LogBinding. Thread-safe.
+class LogContext {
+ public:
+  // Every component starts at `level`.
+  explicit LogContext(uint32_t node_id, LogLevel level = LogLevel::kInfo);
+  ~LogContext();
+  LogContext(const LogContext&) = delete;
+  LogContext& operator=(const LogContext&) = delete;
+  LogContext(LogContext&&) = delete;
+  LogContext& operator=(LogContext&&) = delete;
+
+  uint32_t node_id() const { return node_id_; }
+  // Sets the minimum level of one component of this node (of all when `component` is kCount).
+  void SetLevel(LogLevel level, LogComponent component = LogComponent::kCount);
+  // Returns true when this node writes a message of `level` for `component`.
+  bool Enabled(LogLevel level, LogComponent component) const;
+
+ private:
+  friend const internal::LogLevels& internal::LevelsOf(const LogContext& context);
+
+  const uint32_t node_id_;
+  internal::LogLevels levels_;
+};
+
+// Binds the calling thread to a node's LogContext for this object's lifetime: the lines it writes
+// name the node and follow the node's levels. Nests; create and destroy on the same thread.
+class LogBinding {
+ public:
+  explicit LogBinding(const LogContext* context);
+  ~LogBinding();
+  LogBinding(const LogBinding&) = delete;
+  LogBinding& operator=(const LogBinding&) = delete;
+  LogBinding(LogBinding&&) = delete;
+  LogBinding& operator=(LogBinding&&) = delete;
+
+ private:
+  internal::LogScope scope_;
+};
+
+// -- trace ids -----------------------------------------------------------------------------------
+//
+// A trace id follows one request through actors and nodes. Set it on an event (the `trace_id`
+// argument of EventHandle, or a TraceScope around a plain thread's sends); every event an actor
+// sends while handling that event carries it on (Actor::Send and Schedule, ActorSystem::Send,
+// prepared handles without one of their own, replies and Undelivered notices), across nodes too,
+// and every line logged meanwhile shows it. 0 means "no trace".
+
+// Returns the trace id of the event being handled on this thread, or of the innermost TraceScope;
+// 0 when there is none.
+inline uint64_t CurrentTraceId();
+
+// Returns a new random trace id (never 0).
+uint64_t NewTraceId();
+
+// Makes the calling thread's sends and log lines carry `trace_id` for this object's lifetime.
+// Nests; create and destroy on the same thread.
+class TraceScope {
+ public:
+  explicit TraceScope(uint64_t trace_id);
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+  TraceScope(TraceScope&&) = delete;
+  TraceScope& operator=(TraceScope&&) = delete;
+
+ private:
+  internal::LogScope scope_;
+};
+
+// -- levels and sinks
+// ------------------------------------------------------------------------------
+
+// Sets the minimum level of one component (of all when `component` is kCount) process-wide: for
+// threads no node runs, and in every node that exists now. A node created later starts from its
+// config.
 void SetLogLevel(LogLevel level, LogComponent component = LogComponent::kCount);
 
-// Returns true when a message of `level` for `component` would be written.
+// Returns true when a message of `level` for `component` written on the calling thread would be
+// written (by the thread's node's levels, or the process-wide ones).
 bool LogEnabled(LogLevel level, LogComponent component);
 
 // Replaces the sink (nullptr restores stderr) and returns the previous one.
@@ -96,7 +233,12 @@ class CapturingLogSink final : public LogSink {
 
 namespace internal {
 
-extern std::array<std::atomic<int>, static_cast<int>(LogComponent::kCount)> g_log_levels;
+extern LogLevels g_log_levels;
+
+inline const LogLevels& LevelsOf(const LogContext& context) { return context.levels_; }
+
+// Returns "Pinger" for the type of a class Pinger (demangled; the raw name when that fails).
+std::string TypeName(const std::type_info* type);
 
 // One log statement; writes its line to the sink when destroyed.
 class LogMessage {
@@ -122,23 +264,36 @@ struct LogVoidify {
 };
 
 inline bool LogIsOn(LogLevel level, LogComponent component) {
+  const LogScope* scope = tls_log_scope;
+  const LogLevels& levels =
+      scope != nullptr && scope->context != nullptr ? LevelsOf(*scope->context) : g_log_levels;
   // Relaxed: the level is a hint, a stale value only delays a level change by a few messages.
   return static_cast<int>(level) >=
-         g_log_levels[static_cast<int>(component)].load(std::memory_order_relaxed);
+         levels[static_cast<unsigned>(component) % kMaxLogComponents].load(
+             std::memory_order_relaxed);
 }
 
 }  // namespace internal
+
+inline uint64_t CurrentTraceId() {
+  const internal::LogScope* scope = internal::tls_log_scope;
+  return scope != nullptr ? scope->trace_id : 0;
+}
+
 }  // namespace troupe
 
 // Writes one log line when `level` (kTrace..kError) is enabled for `component` (kActors...).
 // The expansion is the left operand of the caller's <<, so it cannot be parenthesized.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define TROUPE_LOG(level, component)                                                              \
-  (static_cast<int>(::troupe::LogLevel::level) < TROUPE_LOG_MIN_LEVEL ||                          \
-   !::troupe::internal::LogIsOn(::troupe::LogLevel::level, ::troupe::LogComponent::component))    \
-      ? (void)0                                                                                   \
-      : ::troupe::internal::LogVoidify() &                                                        \
-            ::troupe::internal::LogMessage(::troupe::LogLevel::level,                             \
-                                           ::troupe::LogComponent::component, __FILE__, __LINE__) \
+#define TROUPE_LOG(level, component) TROUPE_LOG_TO(level, ::troupe::LogComponent::component)
+
+// The same for a component held in a variable or returned by LogComponentNamed.
+#define TROUPE_LOG_TO(level, component)                                                    \
+  (static_cast<int>(::troupe::LogLevel::level) < TROUPE_LOG_MIN_LEVEL ||                   \
+   !::troupe::internal::LogIsOn(::troupe::LogLevel::level, component))                     \
+      ? (void)0                                                                            \
+      : ::troupe::internal::LogVoidify() &                                                 \
+            ::troupe::internal::LogMessage(::troupe::LogLevel::level, component, __FILE__, \
+                                           __LINE__)                                       \
                 .stream()
 // NOLINTEND(bugprone-macro-parentheses)

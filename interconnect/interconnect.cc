@@ -145,6 +145,7 @@ ActorId ProxyServiceId(NodeId peer) { return ServiceId(absl::StrCat("ic/", peer)
 
 absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* system,
                                                                   InterconnectOptions options) {
+  const LogBinding binding(&system->log_context());
   const proto::InterconnectConfig& config = system->config().interconnect();
   const NodeId self = system->node_id();
   std::shared_ptr<Nameservice> nameservice = options.nameservice != nullptr
@@ -369,6 +370,7 @@ Interconnect::DrainReport Interconnect::Drain(absl::Duration timeout) {
   if (drained_.exchange(true, std::memory_order_acq_rel)) {
     return {.flushed = true, .reported = 0};
   }
+  const LogBinding binding(&system_->log_context());
   const absl::Time deadline = absl::Now() + timeout;
   auto held = [this] {
     uint64_t bytes = 0;

@@ -2,6 +2,7 @@
 #include "interconnect/monitoring.h"
 
 #include <httplib.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -91,7 +92,9 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
     }
   }
   impl->lease = LeaseSystem(*system, absl::StrCat("the monitoring server of node ", node));
-  impl->thread = std::thread([&server, done = &impl->done] {
+  impl->thread = std::thread([&server, done = &impl->done, context = &system->log_context()] {
+    pthread_setname_np(pthread_self(), "troupe:http");
+    const LogBinding binding(context);
     server.listen_after_bind();
     done->store(true, std::memory_order_release);
   });

@@ -54,6 +54,8 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig
   if (!system.ok()) {
     return system.status();
   }
+  // What the node logs while it starts says which node it is.
+  const LogBinding binding(&(*system)->log_context());
   auto node = std::unique_ptr<Node>(new Node());
   node->id_ = (*system)->node_id();
   node->system_ = std::move(*system);
@@ -107,6 +109,7 @@ Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {
     return {};
   }
   stopped_ = true;
+  const LogBinding binding(&system_->log_context());
   monitoring_.reset();
   ShutdownReport report;
   if (interconnect_ != nullptr) {

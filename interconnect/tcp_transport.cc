@@ -168,6 +168,7 @@ TcpTransport::TcpTransport(ActorSystem* system, TcpTransportOptions options)
   }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "troupe:tcp");
+    const LogBinding binding(&system_->log_context());
     io_.run();
   });
 }

@@ -165,6 +165,7 @@ TlsTransport::TlsTransport(ActorSystem* system, TlsTransportOptions options,
       work_(asio::make_work_guard(io_)) {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "troupe:tls");
+    const LogBinding binding(&system_->log_context());
     io_.run();
   });
 }

@@ -431,6 +431,7 @@ void ExecutorPool::LowerThreadPriority(uint32_t nice) const {
 
 void ExecutorPool::WorkerLoop(WorkerContext* context) {
   tls_worker = context;
+  const LogBinding binding(&runtime_->log_context());
   if (clockid_t clock = 0; pthread_getcpuclockid(pthread_self(), &clock) == 0) {
     context->cpu_clock.store(clock, std::memory_order_relaxed);
     context->cpu_clock_set.store(true, std::memory_order_release);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/internal/runtime.h"
 
-#include <cxxabi.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 
+#include "actors/check.h"
 #include "actors/log.h"
 
 namespace troupe::internal {
@@ -52,15 +52,12 @@ std::optional<uint64_t> ShuffleSeed(const proto::ActorSystemConfig& config) {
 #endif
 }
 
-// Returns the readable name of a C++ type.
-std::string TypeName(const std::type_info* type) {
-  if (type == nullptr) {
-    return "?";
-  }
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> name(
-      abi::__cxa_demangle(type->name(), nullptr, nullptr, &status), std::free);
-  return status == 0 && name != nullptr ? std::string(name.get()) : std::string(type->name());
+// Returns the level `text` names; `text` was validated with the config.
+LogLevel LevelNamed(const std::string& text) {
+  LogLevel level = LogLevel::kInfo;
+  const absl::Status parsed = ParseLogLevel(text, &level);
+  TROUPE_CHECK(parsed.ok()) << parsed.message();
+  return level;
 }
 
 // The watchdog's view of one worker.
@@ -87,6 +84,7 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
       driver_(driver),
       config_(std::move(config)),
       node_id_(config_.node_id()),
+      log_context_(node_id_, LevelNamed(config_.log().level())),
       metrics_({{"node", absl::StrCat(node_id_)}}),
       mailboxes_(config_.max_mailboxes()),
       services_(config_.max_services()),
@@ -118,6 +116,9 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
   }
   scheduler_ = std::make_unique<Scheduler>(
       this, absl::Microseconds(static_cast<int64_t>(config_.scheduler().resolution_us())));
+  for (const proto::LogComponentLevel& component : config_.log().components()) {
+    log_context_.SetLevel(LevelNamed(component.level()), LogComponentNamed(component.name()));
+  }
   PublishNodeMetrics();
 }
 
@@ -156,7 +157,10 @@ void Runtime::Start() {
     return pool->settings().stuck_threshold > absl::ZeroDuration() || pool->settings().threads > 1;
   });
   if (watched) {
-    watchdog_ = std::thread([this] { WatchdogLoop(); });
+    watchdog_ = std::thread([this] {
+      const LogBinding binding(&log_context_);
+      WatchdogLoop();
+    });
   }
 }
 
@@ -293,7 +297,7 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
     Send(std::make_unique<EventHandle>(
         ev->sender(), ev->recipient(),
         std::make_unique<EvUndelivered>(reason, ev->type(), ev->cookie(), unsure), kNoFlags,
-        ev->cookie()));
+        ev->cookie(), ActorId(), ev->trace_id()));
     return;
   }
   dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -320,9 +324,17 @@ void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace)
 
 void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
   const EventType type = ev->type();
+  const std::type_info* actor_class = &typeid(*actor);
   if (trace != nullptr) {
-    trace->Begin(actor->self_, type, &typeid(*actor));
+    trace->Begin(actor->self_, type, actor_class);
   }
+  // Lines logged and events sent from here on say which node, actor and trace they belong to.
+  LogScope scope{.context = &log_context_,
+                 .actor = &actor->self_,
+                 .actor_class = actor_class,
+                 .trace_id = ev->trace_id(),
+                 .previous = tls_log_scope};
+  tls_log_scope = &scope;
   try {
     if (type == kEvBootstrap && !actor->bootstrapped_) {
       actor->bootstrapped_ = true;
@@ -343,6 +355,7 @@ void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
     failed_actors_.fetch_add(1, std::memory_order_relaxed);
     actor->passed_away_ = true;
   }
+  tls_log_scope = scope.previous;
   if (trace != nullptr) {
     trace->End();
   }

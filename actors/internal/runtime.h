@@ -36,6 +36,7 @@
 #include "actors/internal/mailbox_table.h"
 #include "actors/internal/scheduler.h"
 #include "actors/internal/service_table.h"
+#include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
 #include "actors/sync.h"
@@ -143,6 +144,7 @@ class Runtime {
   const proto::ActorSystemConfig& config() const { return config_; }
   NodeId node_id() const { return node_id_; }
   MetricsRegistry& metrics() const { return metrics_; }
+  LogContext& log_context() const { return log_context_; }
   ServiceTable& services() { return services_; }
   const ServiceTable& services() const { return services_; }
   const MailboxTable& mailboxes() const { return mailboxes_; }
@@ -195,6 +197,9 @@ class Runtime {
   Driver* const driver_;
   const proto::ActorSystemConfig config_;
   const NodeId node_id_;
+  // Levels from the config's `log` section; every thread of the node and every handler is bound
+  // to it (LogBinding, Handle).
+  mutable LogContext log_context_;
   // Before the pools: they publish into it, and unregister when destroyed.
   mutable MetricsRegistry metrics_;
   uint32_t default_pool_ = 0;

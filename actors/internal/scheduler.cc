@@ -15,6 +15,7 @@ Scheduler::~Scheduler() { Stop(); }
 void Scheduler::Start() {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "troupe:sched");
+    const LogBinding binding(&runtime_->log_context());
     Loop();
   });
 }

@@ -193,6 +193,8 @@ struct Received {
   ActorId recipient;
   uint64_t cookie = 0;
   uint32_t flags = 0;
+  // The trace id the event carried (0: none).
+  uint64_t trace_id = 0;
   // The recorder's ValueEvent::value, or EvWakeup::tag (0 for other events).
   uint64_t value = 0;
   // EvUndelivered fields (reason 0 for other events).
@@ -303,6 +305,7 @@ Received Describe(EventHandle& ev) {
   r.recipient = ev.recipient();
   r.cookie = ev.cookie();
   r.flags = ev.flags();
+  r.trace_id = ev.trace_id();
   r.at = absl::Now();
   if constexpr (!std::is_void_v<ValueEvent>) {
     if (auto* value = ev.Get<ValueEvent>()) {

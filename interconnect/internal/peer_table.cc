@@ -110,4 +110,10 @@ std::vector<std::shared_ptr<PeerChannel>> PeerTable::Channels() const {
   return channels_;
 }
 
+std::string NodeAt(NodeId node, const Transport& transport, ConnectionId connection) {
+  const std::string address = connection != 0 ? transport.Peer(connection).address : "";
+  return address.empty() ? absl::StrCat("node ", node)
+                         : absl::StrCat("node ", node, " at ", address);
+}
+
 }  // namespace troupe::interconnect

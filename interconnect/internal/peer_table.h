@@ -32,6 +32,7 @@
 #include "actors/events.h"
 #include "actors/metrics.h"
 #include "actors/sync.h"
+#include "interconnect/transport.h"
 
 namespace troupe::interconnect {
 
@@ -203,5 +204,9 @@ class PeerTable {
   std::vector<std::unique_ptr<Chunk>> owned_chunks_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<PeerChannel>> channels_ ABSL_GUARDED_BY(mu_);
 };
+
+// Returns "node 2 at 127.0.0.1:7002" (or "node 2" when `connection` is 0 or has no address): how
+// log lines name a peer.
+std::string NodeAt(NodeId node, const Transport& transport, ConnectionId connection);
 
 }  // namespace troupe::interconnect

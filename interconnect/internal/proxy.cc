@@ -262,7 +262,7 @@ class Proxy final : public Actor {
     const bool was_up = link_ == Link::kUp;
     if (was_up) {
       TROUPE_LOG(kInfo, kInterconnect)
-          << "connection to node " << settings_.peer << " down: " << ev.reason.message();
+          << "connection to " << Peer() << " down: " << ev.reason.message();
     }
     conn_ = 0;
     ResetLink();
@@ -274,6 +274,7 @@ class Proxy final : public Actor {
   // -- the session --------------------------------------------------------------------------------
 
   bool session_up() const { return peer_incarnation_ != 0; }
+  std::string Peer() const { return NodeAt(settings_.peer, *settings_.transport, conn_); }
 
   // Events or subscribers wait for (or ride on) a session.
   bool HasPendingWork() const {
@@ -303,8 +304,8 @@ class Proxy final : public Actor {
     ack_sent_ = 0;
     Stats::Bump(stats_.sessions);
     channel_->SetSessionUp(true);
-    TROUPE_LOG(kInfo, kInterconnect) << "session with node " << settings_.peer
-                                     << " up (peer incarnation " << peer_incarnation_ << ")";
+    TROUPE_LOG(kInfo, kInterconnect)
+        << "session with " << Peer() << " up (peer incarnation " << peer_incarnation_ << ")";
     for (const ActorId& subscriber : subscribers_) {
       Send(subscriber, std::make_unique<EvNodeConnected>(settings_.peer));
     }
@@ -452,8 +453,8 @@ class Proxy final : public Actor {
     const absl::Time now = Now();
     const bool silent = now - last_heard_ > settings_.dead_timeout;
     if (silent && link_ == Link::kUp) {
-      TROUPE_LOG(kWarn, kInterconnect) << "node " << settings_.peer << " silent for "
-                                       << (now - last_heard_) << ": closing the connection";
+      TROUPE_LOG(kWarn, kInterconnect)
+          << Peer() << " silent for " << (now - last_heard_) << ": closing the connection";
       DropConnection();
       LinkEnded("the peer was silent", /*fault=*/false);
     }
