@@ -2,13 +2,62 @@
 #include "actors/metrics.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace troupe {
 
 std::string_view MetricTypeName(MetricType type) {
-  return type == MetricType::kCounter ? "counter" : "gauge";
+  switch (type) {
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kHistogram:
+      return "histogram";
+  }
+  return "untyped";
+}
+
+Histogram::Histogram(int min_exponent, int max_exponent)
+    : min_exponent_(std::clamp(min_exponent, 0, 62)),
+      max_exponent_(std::clamp(max_exponent, min_exponent_, 62)) {}
+
+void Histogram::Record(int64_t nanoseconds) {
+  const uint64_t value = nanoseconds > 0 ? static_cast<uint64_t>(nanoseconds) : 0;
+  // The smallest k with value <= 2^k.
+  const int bucket = value <= 1 ? 0 : std::bit_width(value - 1);
+  // Relaxed: each counter is an independent number; Read tolerates a moment's skew.
+  buckets_[static_cast<size_t>(bucket)].fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(value, std::memory_order_relaxed);
+}
+
+uint64_t Histogram::count() const {
+  uint64_t count = 0;
+  for (const std::atomic<uint64_t>& bucket : buckets_) {
+    count += bucket.load(std::memory_order_relaxed);
+  }
+  return count;
+}
+
+HistogramSnapshot Histogram::Read() const {
+  HistogramSnapshot snapshot;
+  uint64_t cumulative = 0;
+  for (int k = 0; k < static_cast<int>(buckets_.size()); ++k) {
+    cumulative += buckets_[static_cast<size_t>(k)].load(std::memory_order_relaxed);
+    if (k >= min_exponent_ && k <= max_exponent_) {
+      snapshot.upper_bounds.push_back(std::ldexp(1.0, k) * 1e-9);
+      snapshot.cumulative.push_back(cumulative);
+    }
+  }
+  snapshot.count = cumulative;
+  snapshot.sum_seconds = static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  return snapshot;
 }
 
 std::string_view MetricSample::label(std::string_view name) const {
@@ -39,6 +88,16 @@ MetricsRegistry::Registration MetricsRegistry::Add(MetricInfo info, Reader read)
   return {this, id};
 }
 
+MetricsRegistry::Registration MetricsRegistry::AddHistogram(MetricInfo info,
+                                                            const Histogram* histogram) {
+  info.type = MetricType::kHistogram;
+  Registration registration =
+      Add(std::move(info), [histogram] { return static_cast<int64_t>(histogram->count()); });
+  troupe::MutexLock lock(&mu_);
+  entries_.at(keys_.at(registration.id_)).histogram = histogram;
+  return registration;
+}
+
 void MetricsRegistry::Remove(uint64_t id) {
   troupe::MutexLock lock(&mu_);
   auto key = keys_.find(id);
@@ -52,11 +111,17 @@ void MetricsRegistry::Remove(uint64_t id) {
 void MetricsRegistry::ForEach(absl::FunctionRef<void(const MetricSample&)> visit) const {
   troupe::MutexLock lock(&mu_);
   for (const auto& [key, entry] : entries_) {
-    visit(MetricSample{.name = entry.info.name,
-                       .type = entry.info.type,
-                       .help = entry.info.help,
-                       .labels = entry.labels,
-                       .value = entry.read()});
+    std::optional<HistogramSnapshot> buckets;
+    if (entry.histogram != nullptr) {
+      buckets = entry.histogram->Read();
+    }
+    visit(MetricSample{
+        .name = entry.info.name,
+        .type = entry.info.type,
+        .help = entry.info.help,
+        .labels = entry.labels,
+        .value = buckets.has_value() ? static_cast<int64_t>(buckets->count) : entry.read(),
+        .histogram = buckets.has_value() ? &*buckets : nullptr});
   }
 }
 
@@ -115,6 +180,26 @@ void AppendEscaped(std::string_view text, bool quote, std::string* out) {
   }
 }
 
+// Appends `name``suffix`{labels[,le="<le>"]}, without the value.
+void AppendSeries(std::string_view name, std::string_view suffix, const MetricLabels& labels,
+                  const std::string& le, std::string* out) {
+  out->append(name);
+  out->append(suffix);
+  if (labels.empty() && le.empty()) {
+    return;
+  }
+  out->push_back('{');
+  for (size_t i = 0; i < labels.size(); ++i) {
+    absl::StrAppend(out, i == 0 ? "" : ",", labels[i].name, "=\"");
+    AppendEscaped(labels[i].value, /*quote=*/true, out);
+    out->push_back('"');
+  }
+  if (!le.empty()) {
+    absl::StrAppend(out, labels.empty() ? "" : ",", "le=\"", le, "\"");
+  }
+  out->push_back('}');
+}
+
 }  // namespace
 
 std::string PrometheusText(const MetricsRegistry& registry) {
@@ -129,17 +214,23 @@ std::string PrometheusText(const MetricsRegistry& registry) {
       out.append(MetricTypeName(sample.type));
       out.push_back('\n');
     }
-    out.append(sample.name);
-    if (!sample.labels.empty()) {
-      out.push_back('{');
-      for (size_t i = 0; i < sample.labels.size(); ++i) {
-        absl::StrAppend(&out, i == 0 ? "" : ",", sample.labels[i].name, "=\"");
-        AppendEscaped(sample.labels[i].value, /*quote=*/true, &out);
-        out.push_back('"');
-      }
-      out.push_back('}');
+    if (sample.histogram == nullptr) {
+      AppendSeries(sample.name, "", sample.labels, "", &out);
+      absl::StrAppend(&out, " ", sample.value, "\n");
+      return;
     }
-    absl::StrAppend(&out, " ", sample.value, "\n");
+    const HistogramSnapshot& h = *sample.histogram;
+    for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
+      AppendSeries(sample.name, "_bucket", sample.labels,
+                   absl::StrFormat("%.9g", h.upper_bounds[i]), &out);
+      absl::StrAppend(&out, " ", h.cumulative[i], "\n");
+    }
+    AppendSeries(sample.name, "_bucket", sample.labels, "+Inf", &out);
+    absl::StrAppend(&out, " ", h.count, "\n");
+    AppendSeries(sample.name, "_sum", sample.labels, "", &out);
+    absl::StrAppend(&out, " ", absl::StrFormat("%.9f", h.sum_seconds), "\n");
+    AppendSeries(sample.name, "_count", sample.labels, "", &out);
+    absl::StrAppend(&out, " ", h.count, "\n");
   });
   return out;
 }

@@ -5,12 +5,12 @@
 // metrics page or a test walks it (ForEach) or reads one value (Value, Sum). The typed views
 // ActorSystem::Counters() and Interconnect::Counters() are read from it.
 //
-// A metric is a name ("troupe_pool_events_total"), a type (a monotonic counter or a gauge that
-// goes up and down), a help line, labels ({"pool", "User"}, {"worker", "0"}, {"peer", "2"}) and a
-// reader: a function that returns the current value. The publisher keeps the value where its hot
-// path wants it (a relaxed atomic on the owning thread's cache line); the registry only reads it
-// when someone enumerates, so publishing costs nothing per event. Every sample also carries the
-// registry's common labels (a node's: {"node", "<id>"}), first.
+// A metric is a name ("troupe_pool_events_total"), a type (a monotonic counter, a gauge that
+// goes up and down, or a histogram of durations), a help line, labels ({"pool", "User"}, {"worker",
+// "0"}, {"peer", "2"}) and a reader: a function that returns the current value. The publisher keeps
+// the value where its hot path wants it (a relaxed atomic on the owning thread's cache line); the
+// registry only reads it when someone enumerates, so publishing costs nothing per event. Every
+// sample also carries the registry's common labels (a node's: {"node", "<id>"}), first.
 //
 // Names follow Prometheus: snake_case, counters end in `_total`, times are in nanoseconds and say
 // so (`_nanoseconds_total`). A metric exists from Add until its Registration is destroyed (or
@@ -34,6 +34,8 @@
 //   });
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -56,10 +58,44 @@ enum class MetricType : uint8_t {
   kCounter,
   // Goes up and down (queue length, sessions up).
   kGauge,
+  // A distribution of durations (a Histogram); name ends in `_seconds`.
+  kHistogram,
 };
 
-// Returns "counter" or "gauge".
+// Returns "counter", "gauge" or "histogram".
 std::string_view MetricTypeName(MetricType type);
+
+// A histogram's buckets as read at one moment, for exposition.
+struct HistogramSnapshot {
+  // Upper bounds in seconds, ascending; the last bucket (+Inf) is implied.
+  std::vector<double> upper_bounds;
+  // Values at or under each bound (cumulative), one per bound.
+  std::vector<uint64_t> cumulative;
+  uint64_t count = 0;
+  double sum_seconds = 0;
+};
+
+// A distribution of durations in power-of-two buckets of nanoseconds: bucket k counts values in
+// (2^(k-1), 2^k] ns. Record costs two relaxed atomic adds and is safe from any thread; a reader
+// may see a value in `count` a moment before its bucket (each number is exact on its own).
+class Histogram {
+ public:
+  // Exposes the buckets with bounds 2^min_exponent .. 2^max_exponent ns (e.g. 10 .. 34: 1 us to
+  // 17 s); values outside still count (in the first bucket, or only in +Inf). 0 <= min <= max < 63.
+  Histogram(int min_exponent, int max_exponent);
+
+  // Adds one value (negative values count as 0).
+  void Record(int64_t nanoseconds);
+  // Returns the number of values recorded.
+  uint64_t count() const;
+  HistogramSnapshot Read() const;
+
+ private:
+  const int min_exponent_;
+  const int max_exponent_;
+  std::array<std::atomic<uint64_t>, 64> buckets_{};
+  std::atomic<uint64_t> sum_ns_{0};
+};
 
 struct MetricLabel {
   std::string name;
@@ -86,7 +122,10 @@ struct MetricSample {
   std::string_view help;
   // The registry's common labels, then the metric's own.
   const MetricLabels& labels;
+  // A histogram's count.
   int64_t value;
+  // A histogram's buckets (null for a counter or gauge).
+  const HistogramSnapshot* histogram = nullptr;
 
   // Returns the value of the label `name`, or an empty view.
   std::string_view label(std::string_view name) const;
@@ -136,6 +175,9 @@ class MetricsRegistry {
   // Adds a metric read through `read`. Two metrics may share a name (they differ in labels); the
   // registry does not check that labels are unique. The registry must outlive the Registration.
   [[nodiscard]] Registration Add(MetricInfo info, Reader read);
+  // Adds a histogram (info.type is set to kHistogram); `histogram` must outlive the Registration.
+  // Value and Sum read its count.
+  [[nodiscard]] Registration AddHistogram(MetricInfo info, const Histogram* histogram);
 
   // Calls `visit` for every metric, ordered by name, then labels, then registration order.
   void ForEach(absl::FunctionRef<void(const MetricSample&)> visit) const;
@@ -151,6 +193,7 @@ class MetricsRegistry {
     MetricInfo info;
     MetricLabels labels;  // common_ + info.labels
     Reader read;
+    const Histogram* histogram = nullptr;
   };
 
   void Remove(uint64_t id);
@@ -165,8 +208,9 @@ class MetricsRegistry {
 
 // Returns every metric of `registry` in the Prometheus text exposition format (version 0.0.4):
 // for each name a `# HELP` and a `# TYPE` line, then one `name{label="value",...} value` line per
-// metric. Label values and help text are escaped as the format requires (backslash, double quote
-// in label values, line break). What /metrics serves (interconnect/monitoring.h).
+// metric (a histogram: `name_bucket{...,le="<seconds>"}` per bound and `le="+Inf"`, then `name_sum`
+// and `name_count`). Label values and help text are escaped as the format requires (backslash,
+// double quote in label values, line break). What /metrics serves (interconnect/monitoring.h).
 std::string PrometheusText(const MetricsRegistry& registry);
 
 }  // namespace troupe

@@ -55,6 +55,16 @@ void PeerChannel::PublishMetrics(MetricsRegistry& registry) {
   add("troupe_session_failed_links", kGauge,
       "Connections in a row closed for protocol errors (the session ends at 5).",
       stats.failed_links);
+  add("troupe_session_round_trip_nanoseconds", kGauge,
+      "Round trip of a data frame to the peer and its acknowledgement back, smoothed (1/8 per "
+      "sample; 0 before the first).",
+      stats.round_trips.smoothed_ns);
+  metrics.push_back(registry.AddHistogram(
+      {.name = "troupe_session_round_trip_seconds",
+       .help = "Round trips of data frames: from the write to the first acknowledgement covering "
+               "it (one frame timed at a time).",
+       .labels = labels},
+      &stats.round_trips.histogram));
   add("troupe_session_held_bytes", kGauge,
       "Bytes held for the peer: queued, in unacknowledged frames, and their overhead.", held_bytes);
 }

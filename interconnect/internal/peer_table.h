@@ -32,6 +32,7 @@
 #include "actors/events.h"
 #include "actors/metrics.h"
 #include "actors/sync.h"
+#include "interconnect/internal/stream.h"
 #include "interconnect/transport.h"
 
 namespace troupe::interconnect {
@@ -59,6 +60,7 @@ struct SessionStats {
   std::atomic<uint64_t> overloaded{0};
   // Connections in a row closed for protocol errors (reset by one that made progress).
   std::atomic<uint64_t> failed_links{0};
+  RoundTrips round_trips;
 
   static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
     counter.fetch_add(by, std::memory_order_relaxed);

@@ -33,7 +33,7 @@ class Proxy final : public Actor {
         settings_(std::move(settings)),
         channel_(std::move(channel)),
         stats_(channel_->stats),
-        out_(std::in_place, settings_.limits),
+        out_(std::in_place, settings_.limits, &stats_.round_trips),
         decoder_(
             static_cast<uint32_t>(std::min<size_t>(settings_.limits.MaxPayload(), UINT32_MAX))),
         records_(settings_.limits.max_event_size),
@@ -375,7 +375,7 @@ class Proxy final : public Actor {
           }
         }
       }
-      if (absl::Status status = out_->Acknowledge(frame.ack); !status.ok()) {
+      if (absl::Status status = out_->Acknowledge(frame.ack, last_heard_); !status.ok()) {
         ProtocolError(status);
         return;
       }
@@ -398,7 +398,7 @@ class Proxy final : public Actor {
     const bool was_blocked = out_->blocked();
     const size_t queued = out_->queued_events();
     std::vector<EventHandlePtr> too_large;
-    out_->Pack(in_.received(), &bytes, &too_large);
+    out_->Pack(in_.received(), &bytes, &too_large, Now());
     Stats::Bump(stats_.events_sent, queued - out_->queued_events() - too_large.size());
     for (EventHandlePtr& ev : too_large) {
       TROUPE_LOG(kDebug, kInterconnect)
@@ -497,7 +497,7 @@ class Proxy final : public Actor {
     }
     ReleaseHeld();
     if (!keep_queued) {
-      out_.emplace(settings_.limits);
+      out_.emplace(settings_.limits, &stats_.round_trips);
     }
     in_ = InboundStream();
     records_.Reset();

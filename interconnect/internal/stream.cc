@@ -51,8 +51,17 @@ EventHandlePtr OutboundStream::PopBulk() {
   return ev;
 }
 
-size_t OutboundStream::Pack(uint64_t ack, std::string* out,
-                            std::vector<EventHandlePtr>* too_large) {
+void RoundTrips::Record(absl::Duration round_trip) {
+  const int64_t ns = std::max<int64_t>(0, absl::ToInt64Nanoseconds(round_trip));
+  histogram.Record(ns);
+  // The proxy is the only writer: a plain load and store.
+  const auto before = static_cast<int64_t>(smoothed_ns.load(std::memory_order_relaxed));
+  smoothed_ns.store(static_cast<uint64_t>(before == 0 ? ns : before + (ns - before) / 8),
+                    std::memory_order_relaxed);
+}
+
+size_t OutboundStream::Pack(uint64_t ack, std::string* out, std::vector<EventHandlePtr>* too_large,
+                            absl::Time now) {
   size_t frames = 0;
   FrameEncoder& encoder = encoder_;
   const uint64_t peer_limit =
@@ -93,6 +102,11 @@ size_t OutboundStream::Pack(uint64_t ack, std::string* out,
     unacked_chunk_bytes_ += chunk_bytes;
     unacked_.push_back(std::move(frame));
     ++frames;
+  }
+  if (frames > 0 && timed_sequence_ == 0 && round_trips_ != nullptr &&
+      now != absl::InfinitePast()) {
+    timed_sequence_ = last_sent_;
+    timed_since_ = now;
   }
   return frames;
 }
@@ -150,10 +164,17 @@ size_t OutboundStream::PackBulk(FrameEncoder& encoder, uint64_t frame_limit, uin
   return charge;
 }
 
-absl::Status OutboundStream::Acknowledge(uint64_t ack) {
+absl::Status OutboundStream::Acknowledge(uint64_t ack, absl::Time now) {
   if (ack > last_sent_) {
     return absl::DataLossError(
         absl::StrFormat("peer acknowledged frame %u, but only %u were sent", ack, last_sent_));
+  }
+  if (timed_sequence_ != 0 && ack >= timed_sequence_) {
+    // A resend's acknowledgement (no time) ends the timing unrecorded: the frame was written twice.
+    if (now != absl::InfinitePast()) {
+      round_trips_->Record(now - timed_since_);
+    }
+    timed_sequence_ = 0;
   }
   Release(ack);
   return absl::OkStatus();
@@ -197,6 +218,7 @@ void OutboundStream::FailUnacked(const std::function<void(EventHandlePtr, bool u
   unacked_.clear();
   unacked_bytes_ = 0;
   unacked_chunk_bytes_ = 0;
+  timed_sequence_ = 0;
   // A chunked event cut in part starts again from its first chunk in the next session.
   bulk_cut_ = 0;
 }

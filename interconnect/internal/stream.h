@@ -41,6 +41,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -52,8 +53,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 #include "actors/event.h"
+#include "actors/metrics.h"
 #include "interconnect/internal/wire.h"
 
 namespace troupe::interconnect {
@@ -86,9 +89,26 @@ inline size_t HeldCharge(const EventHandle& ev) {
   return ev.bytes().size() + kOverhead;
 }
 
+// Round trips of one session's data frames, measured by its OutboundStream: from the Pack that
+// wrote a frame to the first acknowledgement that covers it. One frame is timed at a time, so a
+// window full of frames costs one sample per round trip, not one per frame. The time includes the
+// peer's handling of the batch the frame came in (it acknowledges after reading it) but no
+// queueing in front of the stream. Written by the proxy, read by the metrics (any thread).
+struct RoundTrips {
+  // 1 us .. 17 s.
+  Histogram histogram{10, 34};
+  // The round trip smoothed (each new sample weighs 1/8), in nanoseconds; 0 before the first.
+  std::atomic<uint64_t> smoothed_ns{0};
+
+  void Record(absl::Duration round_trip);
+};
+
 class OutboundStream {
  public:
-  explicit OutboundStream(StreamLimits limits = {}) : limits_(limits) {}
+  // `round_trips` (may be null; must outlive the stream) receives the samples of Pack and
+  // Acknowledge calls that pass the time.
+  explicit OutboundStream(StreamLimits limits = {}, RoundTrips* round_trips = nullptr)
+      : limits_(limits), round_trips_(round_trips) {}
 
   // Queues `ev` for sending. It must be serialized (EventHandle::Serialize) or bodyless.
   // Returns kOutOfRange when its body is larger than max_event_size and kFailedPrecondition when
@@ -98,8 +118,9 @@ class OutboundStream {
   // Moves queued events into new data frames appended to `out`, each acknowledging `ack`, while
   // the unacknowledged bytes are under the limit. Events larger than the peer accepts are moved
   // to `too_large` instead (which may be null while no peer limit is set). Returns the number of
-  // frames appended.
-  size_t Pack(uint64_t ack, std::string* out, std::vector<EventHandlePtr>* too_large = nullptr);
+  // frames appended. `now` (when the frames are written) starts timing a frame for RoundTrips.
+  size_t Pack(uint64_t ack, std::string* out, std::vector<EventHandlePtr>* too_large = nullptr,
+              absl::Time now = absl::InfinitePast());
 
   // The peer's frame decoder accepts payloads up to `max_payload` bytes and events up to
   // `max_event_size` (0: unknown, no limit beyond ours). Set at every handshake, before Pack.
@@ -109,8 +130,8 @@ class OutboundStream {
   }
 
   // Frees the frames up to and including sequence `ack`. kDataLoss when `ack` names a frame never
-  // sent (a broken peer).
-  absl::Status Acknowledge(uint64_t ack);
+  // sent (a broken peer). `now` (when the acknowledgement arrived) ends a frame's timing.
+  absl::Status Acknowledge(uint64_t ack, absl::Time now = absl::InfinitePast());
 
   // After a reconnect: the peer has received everything up to `peer_received`. Frees those frames
   // and appends every later unacknowledged frame to `out`, unchanged and in order. kDataLoss when
@@ -175,6 +196,10 @@ class OutboundStream {
   void FailUnacked(const std::function<void(EventHandlePtr, bool unsure)>& report);
 
   const StreamLimits limits_;
+  RoundTrips* const round_trips_;
+  // The frame being timed (0: none) and when Pack wrote it.
+  uint64_t timed_sequence_ = 0;
+  absl::Time timed_since_;
   // Builds every frame (its buffer's capacity is kept from frame to frame).
   FrameEncoder encoder_;
   uint64_t peer_max_payload_ = 0;

@@ -78,6 +78,42 @@ TEST(MetricsRegistryTest, PrometheusTextHasHelpAndTypeOncePerNameAndEscapesLabel
   EXPECT_EQ(PrometheusText(empty), "# HELP c C.\n# TYPE c gauge\nc 1\n");
 }
 
+TEST(MetricsRegistryTest, AHistogramIsExposedAsCumulativeBucketsSumAndCount) {
+  Histogram histogram(10, 12);  // bounds 1024, 2048, 4096 ns
+  histogram.Record(1);          // under the first bound: counted there
+  histogram.Record(1024);       // exactly on a bound: in that bucket
+  histogram.Record(1025);
+  histogram.Record(3000);
+  histogram.Record(1'000'000);  // past the last bound: only in +Inf
+  histogram.Record(-5);         // counts as 0
+  EXPECT_EQ(histogram.count(), 6u);
+  const HistogramSnapshot snapshot = histogram.Read();
+  EXPECT_EQ(snapshot.upper_bounds.size(), 3u);
+  EXPECT_EQ(snapshot.cumulative, (std::vector<uint64_t>{3, 4, 5}));
+  EXPECT_EQ(snapshot.count, 6u);
+  EXPECT_NEAR(snapshot.sum_seconds, 1'005'050e-9, 1e-15);
+
+  MetricsRegistry registry(MetricLabels{{"node", "1"}});
+  auto r = registry.AddHistogram({.name = "h_seconds", .help = "H.", .labels = {{"peer", "2"}}},
+                                 &histogram);
+  EXPECT_EQ(registry.Value("h_seconds", {{"peer", "2"}}), 6) << "Value reads the count";
+  EXPECT_EQ(PrometheusText(registry),
+            "# HELP h_seconds H.\n"
+            "# TYPE h_seconds histogram\n"
+            "h_seconds_bucket{node=\"1\",peer=\"2\",le=\"1.024e-06\"} 3\n"
+            "h_seconds_bucket{node=\"1\",peer=\"2\",le=\"2.048e-06\"} 4\n"
+            "h_seconds_bucket{node=\"1\",peer=\"2\",le=\"4.096e-06\"} 5\n"
+            "h_seconds_bucket{node=\"1\",peer=\"2\",le=\"+Inf\"} 6\n"
+            "h_seconds_sum{node=\"1\",peer=\"2\"} 0.001005050\n"
+            "h_seconds_count{node=\"1\",peer=\"2\"} 6\n");
+  MetricsRegistry bare;
+  auto b = bare.AddHistogram({.name = "b_seconds", .help = "B.", .labels = {}}, &histogram);
+  EXPECT_NE(
+      PrometheusText(bare).find("b_seconds_bucket{le=\"+Inf\"} 6\nb_seconds_sum 0.001005050\n"),
+      std::string::npos)
+      << PrometheusText(bare);
+}
+
 TEST(MetricsRegistryTest, AMetricLivesAsLongAsItsRegistration) {
   MetricsRegistry registry;
   std::atomic<uint64_t> value{5};

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -112,11 +113,12 @@ bool ReadLabels(const std::string& line, size_t* pos) {
 }
 
 // The samples of a Prometheus text body, keyed by "name{labels}"; fails the test on any line
-// that is not a HELP, a TYPE (counter or gauge) or a sample (with node="..." among its labels)
-// whose name had its TYPE first.
-std::map<std::string, int64_t> ParseExposition(const std::string& body) {
-  std::map<std::string, int64_t> samples;
+// that is not a HELP, a TYPE (counter, gauge or histogram) or a sample (with node="..." among its
+// labels) whose name had its TYPE first (a histogram's: its _bucket, _sum and _count series).
+std::map<std::string, double> ParseExposition(const std::string& body) {
+  std::map<std::string, double> samples;
   std::set<std::string> typed;
+  std::set<std::string> histograms;
   std::istringstream lines(body);
   for (std::string line; std::getline(lines, line);) {
     if (line.starts_with("# HELP ")) {
@@ -128,8 +130,12 @@ std::map<std::string, int64_t> ParseExposition(const std::string& body) {
       size_t pos = 7;
       const std::string name = ReadName(line, &pos, /*label=*/false);
       const std::string type = line.substr(std::min(pos + 1, line.size()));
-      EXPECT_TRUE(line[pos] == ' ' && (type == "counter" || type == "gauge")) << line;
+      EXPECT_TRUE(line[pos] == ' ' && (type == "counter" || type == "gauge" || type == "histogram"))
+          << line;
       EXPECT_TRUE(typed.insert(name).second) << "a second TYPE for " << name;
+      if (type == "histogram") {
+        histograms.insert(name);
+      }
       continue;
     }
     size_t pos = 0;
@@ -139,14 +145,21 @@ std::map<std::string, int64_t> ParseExposition(const std::string& body) {
     const std::string series = line.substr(0, pos);
     const std::string value = pos < line.size() ? line.substr(pos + 1) : "";
     const bool value_ok = pos < line.size() && line[pos] == ' ' && !value.empty() &&
-                          value.find_first_not_of("-0123456789") == std::string::npos;
+                          value.find_first_not_of("-+.e0123456789") == std::string::npos;
     if (name.empty() || !labels_ok || !value_ok) {
       ADD_FAILURE() << "not a Prometheus text line: '" << line << "'";
       continue;
     }
-    EXPECT_TRUE(typed.contains(name)) << "a sample before its TYPE: " << line;
+    std::string family = name;
+    for (const std::string suffix : {"_bucket", "_sum", "_count"}) {
+      if (name.ends_with(suffix) &&
+          histograms.contains(name.substr(0, name.size() - suffix.size()))) {
+        family = name.substr(0, name.size() - suffix.size());
+      }
+    }
+    EXPECT_TRUE(typed.contains(family)) << "a sample before its TYPE: " << line;
     EXPECT_NE(series.find("node=\"", labels_begin), std::string::npos) << line;
-    EXPECT_TRUE(samples.emplace(series, std::stoll(value)).second)
+    EXPECT_TRUE(samples.emplace(series, std::stod(value)).second)
         << "the same series twice: " << line;
   }
   return samples;
@@ -175,7 +188,7 @@ TEST(MonitoringTest, MetricsOfATwoNodeClusterAreValidPrometheusTextAndMoveUnderT
   const Scrape before = Get(one->monitoring()->url(), "/metrics");
   ASSERT_EQ(before.status, 200);
   EXPECT_EQ(before.content_type, "text/plain; version=0.0.4; charset=utf-8");
-  const std::map<std::string, int64_t> first = ParseExposition(before.body);
+  const std::map<std::string, double> first = ParseExposition(before.body);
   ASSERT_TRUE(first.contains(sent_key)) << before.body;
   EXPECT_TRUE(first.contains(R"(troupe_session_up{node="1",peer="2"})")) << before.body;
   EXPECT_EQ(first.at(R"(troupe_session_up{node="1",peer="2"})"), 1);
@@ -190,14 +203,39 @@ TEST(MonitoringTest, MetricsOfATwoNodeClusterAreValidPrometheusTextAndMoveUnderT
     one->system().Send(ServiceId("sink", 2), testutil::MakeData(i));
   }
   ASSERT_TRUE(Eventually([&] { return received.load() == kEvents; }, absl::Seconds(30)));
-  const std::map<std::string, int64_t> after =
+  const std::map<std::string, double> after =
       ParseExposition(Get(one->monitoring()->url(), "/metrics").body);
   ASSERT_TRUE(after.contains(sent_key));
-  EXPECT_GE(after.at(sent_key) - first.at(sent_key), static_cast<int64_t>(kEvents));
-  const std::map<std::string, int64_t> peer =
+  EXPECT_GE(after.at(sent_key) - first.at(sent_key), static_cast<double>(kEvents));
+  // The round trips of the data frames: a histogram whose buckets only grow, ending at +Inf ==
+  // _count, and a smoothed gauge.
+  const std::string rtt = R"(troupe_session_round_trip_seconds)";
+  const std::string peer_labels = R"({node="1",peer="2")";
+  ASSERT_TRUE(after.contains(rtt + "_count" + peer_labels + "}"));
+  const double round_trips = after.at(rtt + "_count" + peer_labels + "}");
+  EXPECT_GT(round_trips, 0);
+  EXPECT_EQ(after.at(rtt + "_bucket" + peer_labels + R"(,le="+Inf"})"), round_trips);
+  EXPECT_GT(after.at(rtt + "_sum" + peer_labels + "}"), 0);
+  std::map<double, double> buckets;  // by bound: le="+Inf" is infinity
+  const std::string bucket_prefix = rtt + "_bucket" + peer_labels + R"(,le=")";
+  for (const auto& [series, value] : after) {
+    if (series.starts_with(bucket_prefix)) {
+      const std::string le =
+          series.substr(bucket_prefix.size(), series.size() - 2 - bucket_prefix.size());
+      buckets[le == "+Inf" ? std::numeric_limits<double>::infinity() : std::stod(le)] = value;
+    }
+  }
+  EXPECT_EQ(buckets.size(), 26u) << "1 us .. 17 s, and +Inf";
+  double previous = 0;
+  for (const auto& [bound, count] : buckets) {
+    EXPECT_GE(count, previous) << "le=" << bound;
+    previous = count;
+  }
+  EXPECT_GT(after.at(R"(troupe_session_round_trip_nanoseconds{node="1",peer="2"})"), 0);
+  const std::map<std::string, double> peer =
       ParseExposition(Get(two->monitoring()->url(), "/metrics").body);
   ASSERT_TRUE(peer.contains(received_key));
-  EXPECT_GE(peer.at(received_key), static_cast<int64_t>(kEvents));
+  EXPECT_GE(peer.at(received_key), static_cast<double>(kEvents));
 
   EXPECT_EQ(Get(one->monitoring()->url(), "/nothing-here").status, 404);
   two->Shutdown(absl::Seconds(5));
