@@ -20,7 +20,8 @@
 // same table and start its own Node. An actor, rather than a plain thread, waits for a peer with
 // Interconnect::SubscribeSession (interconnect/interconnect.h).
 //
-// Exits 0 when every request was answered and both nodes stopped with nothing left undelivered.
+// Exits 0 when every request was answered and both nodes stopped with nothing left undelivered,
+// 1 otherwise, 2 on a bad flag (cli.h).
 //
 //   client_server --requests=1000
 #include <algorithm>
@@ -33,8 +34,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -48,6 +47,7 @@
 #include "actors/event.h"
 #include "actors/events.h"
 #include "actors/session_events.h"
+#include "cli.h"
 #include "client_server.pb.h"
 #include "interconnect/node.h"
 #include "interconnect/tcp_transport.h"
@@ -238,21 +238,22 @@ troupe::proto::ActorSystemConfig MakeConfig(troupe::NodeId self,
 
 int Fail(const char* what, const absl::Status& status) {
   std::fprintf(stderr, "client_server: %s: %s\n", what, status.ToString().c_str());
-  return 1;
+  return troupe::examples::kExitFailed;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "A client node and a server node in one process, configured in code: request/reply.");
-  absl::ParseCommandLine(argc, argv);
+  troupe::examples::ParseFlagsOrExit(
+      argc, argv,
+      "A client node and a server node in one process, configured in code: request/reply. "
+      "Exits 1 unless every request was answered and both nodes stopped flushed.");
   const int requests = absl::GetFlag(FLAGS_requests);
   const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
   if (requests < 1 || requests > 1000000 || timeout_s < 1) {
     std::fprintf(stderr,
                  "client_server: --requests must be 1 to 1000000, --timeout_s at least 1\n");
-    return 2;
+    return troupe::examples::kExitUsage;
   }
   const absl::Duration timeout = absl::Seconds(timeout_s);
 
@@ -299,7 +300,7 @@ int main(int argc, char** argv) {
   if (future.wait_for(absl::ToChronoSeconds(timeout + absl::Seconds(10))) !=
       std::future_status::ready) {
     std::fprintf(stderr, "client_server: the client never reported\n");
-    return 1;
+    return troupe::examples::kExitFailed;
   }
   const ClientResult result = future.get();
   std::printf(
@@ -322,5 +323,5 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(server_stop.reported));
   const bool ok = result.answered == static_cast<uint64_t>(requests) && result.wrong == 0 &&
                   client_stop.flushed && server_stop.flushed;
-  return ok ? 0 : 1;
+  return ok ? troupe::examples::kExitOk : troupe::examples::kExitFailed;
 }

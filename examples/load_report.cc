@@ -231,9 +231,25 @@ std::string HistogramCsv(const LatencyHistogram& all) {
 
 // Latency over time (p50, p99, max of all pairs per second, log y) above the histogram of every
 // round trip (log x), into both a PNG and an SVG.
-std::string GnuplotScript(const std::string& dir, const std::string& title, size_t seconds) {
+std::string GnuplotScript(const std::string& dir, const std::string& title, size_t seconds,
+                          const std::vector<ChaosEvent>& chaos) {
   // Whole seconds on the x axis: one tick each for a short run, about ten for a long one.
   const size_t xtics = std::max<size_t>(1, (seconds + 9) / 10);
+  // A dashed line at each fault, labelled at the top; the x axis starts at the load start so a
+  // fault in the first second shows too.
+  std::string faults;
+  if (!chaos.empty()) {
+    faults = "set xrange [0:*]\n";
+  }
+  for (const ChaosEvent& event : chaos) {
+    absl::StrAppendFormat(&faults,
+                          "set arrow from first %.3f, graph 0 to first %.3f, graph 1 nohead "
+                          "dashtype 2 linewidth 1.5 linecolor rgb '#b00000'\n"
+                          "set label %s at first %.3f, graph 0.96 offset 0.4,0 "
+                          "textcolor rgb '#b00000'\n",
+                          event.second, event.second,
+                          GnuplotString(absl::StrCat(event.action, " ", event.node)), event.second);
+  }
   std::string script;
   for (const auto& [terminal, file] :
        {std::pair{"pngcairo size 960,720 font 'sans,10'", "latency.png"},
@@ -243,12 +259,13 @@ std::string GnuplotScript(const std::string& dir, const std::string& title, size
         "\nset datafile separator ','\n", "set multiplot layout 2,1 title ", GnuplotString(title),
         "\nset title 'Round-trip time per second, all pairs'\n",
         "set xlabel 'second of the run'; set ylabel 'RTT (us)'; set logscale y; set grid\n",
-        "set xtics ", xtics, "\n", "set key outside right\n", "plot ",
+        "set xtics ", xtics, "\n", faults, "set key outside right\n", "plot ",
         GnuplotString(dir + "/per_second.csv"),
         " using 1:5 every ::1 with linespoints lw 2 title 'p50', \\\n", "     ",
         GnuplotString(dir + "/per_second.csv"),
         " using 1:6 every ::1 with linespoints lw 2 title 'p99', \\\n", "     ",
         GnuplotString(dir + "/per_second.csv"), " using 1:7 every ::1 with lines title 'max'\n",
+        "unset arrow; unset label; set autoscale x\n",
         "unset logscale; set logscale xy; set xtics autofreq; set yrange [0.8:*]\n",
         "set title 'Round-trip time histogram, all pairs (log-linear buckets)'\n",
         "set xlabel 'RTT (us)'; set ylabel 'round trips'; set style fill solid 0.6\n", "plot ",
@@ -308,14 +325,39 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
       "margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
       "th{background:#f2f2f2}td.l{text-align:left}.bad{color:#b00}</style></head><body>\n",
       "<h1>Troupe load report</h1>\n<p>", HtmlEscape(run.title), "</p>\n");
-  if (run.failures.empty()) {
-    absl::StrAppend(&html, "<p><b>Passed:</b> every event acknowledged once, in order.</p>\n");
-  } else {
-    absl::StrAppend(&html, "<p class=\"bad\"><b>Failed:</b></p><ul class=\"bad\">\n");
-    for (const std::string& failure : run.failures) {
-      absl::StrAppend(&html, "<li>", HtmlEscape(failure), "</li>\n");
+  auto list = [&html](const std::vector<std::string>& lines, const char* attributes) {
+    absl::StrAppend(&html, "<ul", attributes, ">\n");
+    for (const std::string& line : lines) {
+      absl::StrAppend(&html, "<li>", HtmlEscape(line), "</li>\n");
     }
     absl::StrAppend(&html, "</ul>\n");
+  };
+  if (run.failures.empty() && run.expected.empty()) {
+    absl::StrAppend(&html, "<p><b>Passed:</b> every event acknowledged once, in order.</p>\n");
+  } else if (run.failures.empty()) {
+    absl::StrAppend(&html,
+                    "<p><b>Passed under chaos:</b> every pair clear of the killed nodes had every "
+                    "event acknowledged once, in order.</p>\n");
+  } else {
+    absl::StrAppend(&html, "<p class=\"bad\"><b>Failed:</b></p>\n");
+    list(run.failures, " class=\"bad\"");
+  }
+  if (!run.expected.empty()) {
+    absl::StrAppend(&html, "<p>Expected losses (a node the pair touches was killed):</p>\n");
+    list(run.expected, "");
+  }
+  if (!run.chaos.empty()) {
+    absl::StrAppend(&html,
+                    "<h2>Faults injected</h2>\n<p>troupe_cluster --chaos; seconds after the load "
+                    "start, marked on the latency plot (<a href=\"chaos.csv\">chaos.csv</a>).</p>"
+                    "\n<table><tr><th>second</th><th>node</th><th>action</th><th>pid</th></tr>\n");
+    for (const ChaosEvent& event : run.chaos) {
+      absl::StrAppendFormat(&html,
+                            "<tr><td>%.2f</td><td>%u</td><td class=\"l\">%s</td><td>%d</td>"
+                            "</tr>\n",
+                            event.second, event.node, HtmlEscape(event.action), event.pid);
+    }
+    absl::StrAppend(&html, "</table>\n");
   }
   absl::StrAppend(&html,
                   "<p>RTT: from a data event's send to its acknowledgement back at the sender "
@@ -374,9 +416,21 @@ std::string FormatSecond(const LoadSecond& second) {
                          Micros(second.rtt.Percentile(0.5)), Micros(second.rtt.Percentile(0.99)));
 }
 
-std::vector<std::string> PrintLoadTable(const std::vector<LoadPair>& pairs,
-                                        const std::map<uint32_t, LoadReport>& reports) {
-  std::vector<std::string> failures;
+LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
+                           const std::map<uint32_t, LoadReport>& reports,
+                           const std::set<uint32_t>& killed) {
+  LoadVerdict verdict;
+  // A pair touching a killed node may lose events; a duplicate is never expected.
+  auto judge = [&](const LoadPair& pair, const std::string& why, uint64_t dups) {
+    const std::string line = absl::StrCat("pair ", pair.id, " (", Route(pair), "): ", why);
+    if (!killed.contains(pair.sender) && !killed.contains(pair.receiver)) {
+      verdict.failures.push_back(line);
+    } else if (dups != 0) {
+      verdict.failures.push_back(absl::StrCat(line, "; receiver saw ", dups, " duplicates"));
+    } else {
+      verdict.expected.push_back(absl::StrCat(line, " (a node it touches was killed)"));
+    }
+  };
   std::printf("\n%4s %-7s %11s %11s %8s %9s %9s %9s %7s %5s %6s %6s\n", "pair", "route", "events",
               "events/s", "MB/s", "p50 us", "p99 us", "p99.9 us", "lost", "dup", "undel", "unsure");
   LatencyHistogram all;
@@ -386,7 +440,7 @@ std::vector<std::string> PrintLoadTable(const std::vector<LoadPair>& pairs,
     const LoadReport* r = row.reported ? &reports.at(row.pair.id) : nullptr;
     if (r == nullptr || (r->sent() == 0 && !r->problem().empty())) {
       std::printf("%4u %-7s %11s\n", row.pair.id, route.c_str(), "no report");
-      failures.push_back(absl::StrCat("pair ", row.pair.id, " (", route, "): ", row.problem));
+      judge(row.pair, row.problem, 0);
       continue;
     }
     all.Merge(row.rtt);
@@ -410,7 +464,7 @@ std::vector<std::string> PrintLoadTable(const std::vector<LoadPair>& pairs,
                          " gaps; sender saw ", r->reorders(), " acks out of order");
     }
     if (!why.empty()) {
-      failures.push_back(absl::StrCat("pair ", row.pair.id, " (", route, "): ", why));
+      judge(row.pair, why, r->dups());
     }
   }
   std::printf("%s\n", TableLine("all", "", total, all).c_str());
@@ -419,7 +473,7 @@ std::vector<std::string> PrintLoadTable(const std::vector<LoadPair>& pairs,
       "wait behind the pair's earlier events in its window (latency under load; --window=1 "
       "measures an idle round trip). undel: events reported undelivered; unsure: of those, sent "
       "but not known delivered.\n");
-  return failures;
+  return verdict;
 }
 
 absl::StatusOr<std::string> WriteLoadReport(const std::string& dir, const LoadRunInfo& run,
@@ -444,8 +498,17 @@ absl::StatusOr<std::string> WriteLoadReport(const std::string& dir, const LoadRu
         std::pair{"per_second.csv", PerSecondCsv(seconds, /*by_pair=*/false)},
         std::pair{"per_pair_second.csv", PerSecondCsv(seconds, /*by_pair=*/true)},
         std::pair{"latency_histogram.csv", HistogramCsv(all)},
-        std::pair{"report.gp", GnuplotScript(dir, run.title, seconds.size())}}) {
+        std::pair{"report.gp", GnuplotScript(dir, run.title, seconds.size(), run.chaos)}}) {
     if (absl::Status written = WriteFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
+      return written;
+    }
+  }
+  if (!run.chaos.empty()) {
+    std::string csv = absl::StrCat(kChaosCsvHeader, "\n");
+    for (const ChaosEvent& event : run.chaos) {
+      absl::StrAppend(&csv, ChaosCsvRow(event));
+    }
+    if (absl::Status written = WriteFile(dir + "/chaos.csv", csv); !written.ok()) {
       return written;
     }
   }

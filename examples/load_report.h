@@ -12,8 +12,12 @@
 //   | per_pair_second.csv    | the same per second and pair                                    |
 //   | latency_histogram.csv  | every non-empty RTT bucket of all pairs: low_us, high_us, count |
 //   | latency.png, .svg      | RTT p50/p99/max per second above the RTT histogram (log scales),|
-//   |                        | rendered by gnuplot from report.gp when gnuplot is on PATH      |
-//   | report.html            | the run's parameters, both tables, the plot and what RTT means  |
+//   |                        | rendered by gnuplot from report.gp when gnuplot is on PATH; a   |
+//   |                        | dashed line marks each fault injected (chaos.csv)               |
+//   | chaos.csv              | only after troupe_cluster --chaos: each node killed or          |
+//   |                        | restarted, seconds after the load start (chaos.h)               |
+//   | report.html            | the run's parameters, the faults, both tables, the plot and     |
+//   |                        | what RTT means                                                  |
 // RTT is the time from a data event's send to its acknowledgement back at the sender (one clock):
 // it includes the wait behind up to `window - 1` earlier events of the same pair, so it is a
 // latency under load, not an idle round trip (run --window=1 for that).
@@ -31,6 +35,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +43,7 @@
 #include "absl/status/statusor.h"
 
 #include "actors/sync.h"
+#include "chaos.h"
 #include "histogram.h"
 #include "loadtest.pb.h"
 
@@ -94,16 +100,30 @@ struct LoadRunInfo {
   std::vector<LoadPair> pairs;
   // Why the run failed, one line each; empty when it passed.
   std::vector<std::string> failures;
+  // The faults injected during the run (troupe_cluster --chaos), in order.
+  std::vector<ChaosEvent> chaos;
+  // Losses of pairs touching a killed node, one line each: expected, not failures.
+  std::vector<std::string> expected;
+};
+
+// The final table's verdict: one line per pair that failed, and per pair whose losses the
+// faults explain.
+struct LoadVerdict {
+  std::vector<std::string> failures;
+  std::vector<std::string> expected;
 };
 
 // Formats one per-second line for the terminal.
 std::string FormatSecond(const LoadSecond& second);
 
 // Prints the final table (a row per pair and one for all, then what RTT measures) to stdout;
-// returns why the run failed, one line per failing pair (empty: every event was acknowledged once
-// and in order).
-std::vector<std::string> PrintLoadTable(const std::vector<LoadPair>& pairs,
-                                        const std::map<uint32_t, LoadReport>& reports);
+// returns why the run failed, one line per failing pair (no failure: every event was
+// acknowledged once and in order). A pair whose sender or receiver is in `killed` (nodes killed
+// on purpose) may lose events, end early or see gaps: its line goes to `expected` instead; a
+// duplicate still fails it.
+LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
+                           const std::map<uint32_t, LoadReport>& reports,
+                           const std::set<uint32_t>& killed = {});
 
 // Writes the report files (see the file comment) into `dir`, creating it; returns the path of
 // report.html. Without gnuplot on PATH the images are missing and report.html says so (not an

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // ping_pong: pairs of actors on one node bounce an event back and forth; prints round trips per
-// second every second and a total at the end. The single-node demo of the README.
+// second every second and a total at the end. The single-node demo of the README. Exit statuses
+// as in cli.h: 1 when no round trip happened, 2 on a bad flag, 3 on a bad --config.
 //
 //   ping_pong --pairs=1 --seconds=3
 #include <atomic>
@@ -10,8 +11,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -20,6 +20,7 @@
 #include "actors/config.h"
 #include "actors/sync.h"
 #include "actors/testing/actors.h"
+#include "cli.h"
 
 ABSL_FLAG(int, pairs, 1, "ping-pong pairs running at once");
 ABSL_FLAG(int, seconds, 3, "how long to run");
@@ -41,28 +42,31 @@ using Pinger = troupe::testing::Pinger<EvBall>;
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Actor ping-pong on one node: prints round trips per second.");
-  absl::ParseCommandLine(argc, argv);
+  troupe::examples::ParseFlagsOrExit(
+      argc, argv,
+      "Actor ping-pong on one node: prints round trips per second. Exits 1 when no round trip "
+      "happened.");
   const int pairs = absl::GetFlag(FLAGS_pairs);
   const int seconds = absl::GetFlag(FLAGS_seconds);
   if (pairs < 1 || seconds < 1) {
-    std::fprintf(stderr, "--pairs and --seconds must be at least 1\n");
-    return 2;
+    std::fprintf(stderr, "ping_pong: --pairs and --seconds must be at least 1\n");
+    return troupe::examples::kExitUsage;
   }
 
   troupe::proto::ActorSystemConfig config;
   if (!absl::GetFlag(FLAGS_config).empty()) {
     auto loaded = troupe::LoadConfigFile(absl::GetFlag(FLAGS_config));
     if (!loaded.ok()) {
-      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
-      return 2;
+      std::fprintf(stderr, "ping_pong: %s\n", loaded.status().ToString().c_str());
+      return troupe::examples::kExitConfig;
     }
     config = *loaded;
   }
   auto system = troupe::ActorSystem::Create(config);
   if (!system.ok()) {
-    std::fprintf(stderr, "%s\n", system.status().ToString().c_str());
-    return 2;
+    std::fprintf(stderr, "ping_pong: %s\n", system.status().ToString().c_str());
+    return absl::IsInvalidArgument(system.status()) ? troupe::examples::kExitConfig
+                                                    : troupe::examples::kExitFailed;
   }
 
   std::atomic<uint64_t> round_trips{0};
@@ -91,7 +95,7 @@ int main(int argc, char** argv) {
   for (auto& notification : done) {
     if (!notification->WaitForNotificationWithTimeout(absl::Seconds(10))) {
       std::fprintf(stderr, "ping_pong: a pair did not stop within 10 s\n");
-      return 1;
+      return troupe::examples::kExitFailed;
     }
   }
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
@@ -100,5 +104,5 @@ int main(int argc, char** argv) {
   std::printf("ping_pong: %.2f M round trips/s on average (%llu in %.2f s)\n",
               static_cast<double>(total) / elapsed / 1e6, static_cast<unsigned long long>(total),
               elapsed);
-  return total > 0 ? 0 : 1;
+  return total > 0 ? troupe::examples::kExitOk : troupe::examples::kExitFailed;
 }

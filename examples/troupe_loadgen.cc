@@ -7,7 +7,9 @@
 // events/s, MB/s of payload, RTT percentiles, lost, duplicated, undelivered, unsure) and what RTT
 // measures. With --report=DIR it also writes the figures, plots and report.html there
 // (load_report.h). Exits 0 only when every pair reported, every event sent was acknowledged once
-// and in order.
+// and in order; 2 on a bad flag, 3 on a bad config (cli.h). Under troupe_cluster --chaos it
+// writes the load's start time to --load_start_file and reads the faults injected from
+// --chaos_log at the end (chaos.h): losses on a pair touching a killed node are then expected.
 //
 //   troupe_loadgen --config=cluster.conf --node_id=4 --seconds=5 [--report=/tmp/run1]
 #include <algorithm>
@@ -15,13 +17,12 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -33,6 +34,8 @@
 #include "actors/events.h"
 #include "actors/session_events.h"
 #include "actors/sync.h"
+#include "chaos.h"
+#include "cli.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/node.h"
 #include "load_report.h"
@@ -48,10 +51,20 @@ ABSL_FLAG(int, seconds, 5, "how long each pair sends");
 ABSL_FLAG(int, connect_timeout_s, 30, "how long to wait for a session with every other node");
 ABSL_FLAG(std::string, report, "",
           "write the figures (CSV), plots (gnuplot) and report.html into this directory");
+ABSL_FLAG(std::string, load_start_file, "",
+          "write the wall-clock time the load starts at into this file (troupe_cluster --chaos "
+          "times its faults from it)");
+ABSL_FLAG(std::string, chaos_log, "",
+          "the faults injected during the run (chaos.csv of troupe_cluster --chaos), read at the "
+          "end: shown in the report, and losses on pairs touching a killed node are expected");
 
 namespace {
 
 using troupe::NodeId;
+using troupe::examples::kExitConfig;
+using troupe::examples::kExitFailed;
+using troupe::examples::kExitOk;
+using troupe::examples::kExitUsage;
 using troupe::examples::LoadReport;
 
 // What the controller actor learned, read by the main thread: the figures (load_report.h) and
@@ -145,14 +158,23 @@ int Run() {
         stderr,
         "troupe_loadgen: --payload must be >= 0, --window, --seconds and --connect_timeout_s "
         ">= 1, --pairs >= 0\n");
-    return 2;
+    return kExitUsage;
+  }
+  if (absl::GetFlag(FLAGS_config).empty()) {
+    std::fprintf(stderr, "troupe_loadgen: --config: required (the cluster config)\n");
+    return kExitUsage;
+  }
+  const std::string chaos_log = absl::GetFlag(FLAGS_chaos_log);
+  if (!chaos_log.empty() && !troupe::examples::ReadChaosLog(chaos_log).ok()) {
+    std::fprintf(stderr, "troupe_loadgen: --chaos_log=%s: cannot be read\n", chaos_log.c_str());
+    return kExitUsage;
   }
 
   absl::StatusOr<troupe::proto::ActorSystemConfig> config =
       troupe::examples::LoadNodeConfig(absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_node_id));
   if (!config.ok()) {
     std::fprintf(stderr, "troupe_loadgen: %s\n", absl::StrCat(config.status().message()).c_str());
-    return 2;
+    return kExitConfig;
   }
   const NodeId self = config->node_id();
   std::vector<NodeId> others;
@@ -165,7 +187,7 @@ int Run() {
   if (others.empty()) {
     std::fprintf(stderr, "troupe_loadgen: interconnect.nodes lists no node but this one (%u)\n",
                  self);
-    return 2;
+    return kExitConfig;
   }
   const size_t k = others.size();
   const int pair_count =
@@ -186,7 +208,7 @@ int Run() {
   if (!node.ok()) {
     std::fprintf(stderr, "troupe_loadgen: node %u: %s\n", self,
                  absl::StrCat(node.status().message()).c_str());
-    return absl::IsInvalidArgument(node.status()) ? 2 : 1;
+    return absl::IsInvalidArgument(node.status()) ? kExitConfig : kExitFailed;
   }
   troupe::ActorSystem& system = (*node)->system();
   troupe::examples::SessionWatcher watcher(self, (*node)->interconnect());
@@ -208,7 +230,7 @@ int Run() {
   const absl::Time connect_start = absl::Now();
   if (absl::Status up = (*node)->WaitForPeers(absl::Seconds(connect_timeout_s)); !up.ok()) {
     std::printf("troupe_loadgen: %s\n", absl::StrCat(up.message()).c_str());
-    return 1;
+    return kExitFailed;
   }
   watcher.Poll(stderr);
   std::printf("cluster up: %zu nodes (sessions with %zu in %.2f s; this loadgen is node %u)\n",
@@ -225,6 +247,13 @@ int Run() {
   std::printf("load: %d pair(s), %d B payload, window %d, %d s\n", pair_count, payload, window,
               seconds);
   std::fflush(stdout);
+  if (const std::string path = absl::GetFlag(FLAGS_load_start_file); !path.empty()) {
+    if (absl::Status written = troupe::examples::WriteLoadStart(path, absl::Now()); !written.ok()) {
+      std::printf("troupe_loadgen: --load_start_file: %s\n",
+                  absl::StrCat(written.message()).c_str());
+      return kExitFailed;
+    }
+  }
   for (const troupe::examples::LoadPair& pair : pairs) {
     board.SetSender(pair.id, pair.sender);
     auto start = std::make_unique<troupe::examples::EvLoadStart>();
@@ -254,35 +283,68 @@ int Run() {
       break;
     }
     if (!wait(absl::Milliseconds(100))) {
-      return 1;
+      return kExitFailed;
     }
     print_seconds(/*all=*/false);
   }
   print_seconds(/*all=*/true);
 
   watcher.PrintCounters(stderr);
+  // The faults happened during the load (troupe_cluster times them before its end): the log is
+  // complete now.
+  std::vector<troupe::examples::ChaosEvent> chaos;
+  std::set<uint32_t> killed;
+  if (!chaos_log.empty()) {
+    absl::StatusOr<std::vector<troupe::examples::ChaosEvent>> read =
+        troupe::examples::ReadChaosLog(chaos_log);
+    if (!read.ok()) {
+      std::printf("troupe_loadgen: --chaos_log: %s\n",
+                  absl::StrCat(read.status().message()).c_str());
+      return kExitFailed;
+    }
+    chaos = std::move(*read);
+    for (const troupe::examples::ChaosEvent& event : chaos) {
+      if (event.action == "kill") {
+        killed.insert(event.node);
+      }
+    }
+  }
+  troupe::examples::LoadVerdict verdict =
+      troupe::examples::PrintLoadTable(pairs, figures.reports(), killed);
   troupe::examples::LoadRunInfo run{
-      .title = absl::StrFormat("%d pair(s) on %zu node(s), %d B payload, window %d, %d s",
-                               pair_count, k, payload, window, seconds),
+      .title = absl::StrFormat("%d pair(s) on %zu node(s), %d B payload, window %d, %d s%s",
+                               pair_count, k, payload, window, seconds,
+                               chaos.empty() ? "" : ", with faults injected"),
       .pairs = pairs,
-      .failures = troupe::examples::PrintLoadTable(pairs, figures.reports())};
+      .failures = std::move(verdict.failures),
+      .chaos = std::move(chaos),
+      .expected = std::move(verdict.expected)};
   if (const std::string dir = absl::GetFlag(FLAGS_report); !dir.empty()) {
     absl::StatusOr<std::string> html = troupe::examples::WriteLoadReport(dir, run, figures);
     if (!html.ok()) {
       std::printf("troupe_loadgen: report: %s\n", absl::StrCat(html.status().message()).c_str());
-      return 1;
+      return kExitFailed;
     }
     std::printf("report: %s\n", html->c_str());
+  }
+  if (!run.expected.empty()) {
+    std::printf("expected under chaos (a node the pair touches was killed):\n");
+    for (const std::string& line : run.expected) {
+      std::printf("  %s\n", line.c_str());
+    }
   }
   if (!run.failures.empty()) {
     std::printf("FAILED:\n");
     for (const std::string& failure : run.failures) {
       std::printf("  %s\n", failure.c_str());
     }
-    return 1;
+    return kExitFailed;
   }
-  std::printf("OK: every event acknowledged once, in order\n");
-  return 0;
+  std::printf(run.expected.empty()
+                  ? "OK: every event acknowledged once, in order\n"
+                  : "OK under chaos: every pair clear of the killed nodes had every event "
+                    "acknowledged once, in order\n");
+  return kExitOk;
 }
 
 }  // namespace
@@ -290,10 +352,11 @@ int Run() {
 int main(int argc, char** argv) {
   // First, before any thread exists: every thread inherits the blocked mask.
   troupe::examples::BlockTerminationSignals();
-  absl::SetProgramUsageMessage(
+  troupe::examples::ParseFlagsOrExit(
+      argc, argv,
       "Load-test controller: a cluster node that drives sender→receiver pairs and prints the "
-      "throughput and round-trip times.");
-  absl::ParseCommandLine(argc, argv);
+      "throughput and round-trip times. Exits 1 unless every event was acknowledged once, in "
+      "order (under --chaos_log: except on pairs touching a killed node).");
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   return Run();
 }

@@ -5,7 +5,7 @@
 // on a free port unless --monitoring_port or the config says otherwise). Logs sessions coming up
 // and going down and runs until SIGINT or SIGTERM (or --run_seconds), then stops cleanly and
 // exits 0.
-// A bad config prints the field at fault and exits 2.
+// A bad flag exits 2; a bad config prints the field at fault and exits 3 (cli.h).
 //
 //   troupe_node --config=cluster.conf --node_id=2
 #include <cstdio>
@@ -14,14 +14,13 @@
 #include <utility>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 #include "actors/actor_system.h"
+#include "cli.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/node.h"
 #include "loadtest.h"
@@ -38,27 +37,38 @@ ABSL_FLAG(int, monitoring_port, 0,
 int main(int argc, char** argv) {
   // First, before any thread exists: every thread inherits the blocked mask.
   troupe::examples::BlockTerminationSignals();
-  absl::SetProgramUsageMessage(
-      "Runs one node of a Troupe cluster (echo and load-test services) until SIGINT or SIGTERM.");
-  absl::ParseCommandLine(argc, argv);
+  troupe::examples::ParseFlagsOrExit(
+      argc, argv,
+      "Runs one node of a Troupe cluster (echo and load-test services) until SIGINT or SIGTERM "
+      "(or --run_seconds), then stops it cleanly. A config that cannot be read or fails "
+      "validation is reported with the field at fault (exit 3).");
+  using troupe::examples::kExitConfig;
+  using troupe::examples::kExitFailed;
+  using troupe::examples::kExitUsage;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const int run_seconds = absl::GetFlag(FLAGS_run_seconds);
   if (run_seconds < 0) {
     std::fprintf(stderr, "troupe_node: --run_seconds: must be 0 or more, got %d\n", run_seconds);
-    return 2;
+    return kExitUsage;
   }
   const int monitoring_port = absl::GetFlag(FLAGS_monitoring_port);
   if (monitoring_port < -1 || monitoring_port > 65535) {
     std::fprintf(stderr, "troupe_node: --monitoring_port: must be -1 to 65535, got %d\n",
                  monitoring_port);
-    return 2;
+    return kExitUsage;
+  }
+  if (absl::GetFlag(FLAGS_config).empty()) {
+    std::fprintf(stderr,
+                 "troupe_node: --config: required (a protobuf text file with the node "
+                 "table)\n");
+    return kExitUsage;
   }
 
   absl::StatusOr<troupe::proto::ActorSystemConfig> config =
       troupe::examples::LoadNodeConfig(absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_node_id));
   if (!config.ok()) {
     std::fprintf(stderr, "troupe_node: %s\n", absl::StrCat(config.status().message()).c_str());
-    return 2;
+    return kExitConfig;
   }
   // The example node serves its metrics by default (the library's default is off).
   if (!config->monitoring().has_port() && monitoring_port >= 0) {
@@ -75,7 +85,7 @@ int main(int argc, char** argv) {
   if (!node.ok()) {
     std::fprintf(stderr, "troupe_node: node %u: %s\n", config->node_id(),
                  absl::StrCat(node.status().message()).c_str());
-    return absl::IsInvalidArgument(node.status()) ? 2 : 1;
+    return absl::IsInvalidArgument(node.status()) ? kExitConfig : kExitFailed;
   }
   const troupe::NodeId self = (*node)->id();
   troupe::interconnect::Interconnect* ic = (*node)->interconnect();
@@ -105,5 +115,5 @@ int main(int argc, char** argv) {
       report.flushed ? "every remote event acknowledged"
                      : absl::StrCat(report.reported, " remote events reported undelivered");
   std::printf("troupe_node: node %u stopped (%s)\n", self, fate.c_str());
-  return 0;
+  return troupe::examples::kExitOk;
 }

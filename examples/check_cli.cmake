@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+# ctest examples_cli: every example binary's command line (cli.h), as a script or a person sees it.
+# - --help and -h: exit 0, usage and the exit statuses on stdout; --version: exit 0, one line
+#   "<binary> (Troupe) <version>";
+# - an unknown flag, a value that does not parse, a stray argument, a bad flag in a --flagfile:
+#   exit 2 with one line on stderr naming it;
+# - troupe_node with a config that fails validation, does not parse or is missing: exit 3, the
+#   field (or line) at fault on stderr; troupe_cluster with such a --node_config: exit 3 too;
+# - out-of-range values and a bad --chaos plan: exit 2, before any process starts.
+# Run with -DBIN_DIR=<examples build directory> -DVERSION=<Troupe version> -DDIR=<scratch dir>.
+file(REMOVE_RECURSE "${DIR}")
+file(MAKE_DIRECTORY "${DIR}")
+
+# Runs BIN_DIR/<binary> with the remaining arguments; checks the exit status is `want`, that
+# stdout matches `out_regex` and stderr `err_regex` (empty: anything).
+function(expect want out_regex err_regex binary)
+  execute_process(COMMAND "${BIN_DIR}/${binary}" ${ARGN}
+                  TIMEOUT 30 RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(what "${binary} ${ARGN}")
+  if(NOT "${result}" STREQUAL "${want}")
+    message(FATAL_ERROR "${what}: exit ${result}, want ${want}\nstdout:\n${out}\nstderr:\n${err}")
+  endif()
+  if(out_regex AND NOT out MATCHES "${out_regex}")
+    message(FATAL_ERROR "${what}: stdout does not match '${out_regex}':\n${out}")
+  endif()
+  if(err_regex AND NOT err MATCHES "${err_regex}")
+    message(FATAL_ERROR "${what}: stderr does not match '${err_regex}':\n${err}")
+  endif()
+  message(STATUS "ok: ${what} -> ${result}")
+endfunction()
+
+string(REPLACE "." "\\." version "${VERSION}")
+file(WRITE "${DIR}/flagfile" "--no_such_flag=1\n")
+foreach(binary ping_pong client_server troupe_node troupe_loadgen troupe_cluster)
+  expect(0 "^${binary} \\(Troupe\\) ${version}\n.*Usage: ${binary} .*\n  --help, -h\n.*Exit status: 0 "
+         "" ${binary} --help)
+  expect(0 "Exit status: 0 .*1 the run failed.*2 bad command.*3 bad config" "" ${binary} -h)
+  expect(0 "^${binary} \\(Troupe\\) ${version}\n$" "" ${binary} --version)
+  expect(2 "" "^${binary}: unknown flag --no_such_flag \\(see --help\\)\n$" ${binary} --no_such_flag)
+  expect(2 "" "unexpected argument 'stray'" ${binary} stray)
+  expect(2 "" "Unknown command line flag 'no_such_flag'" ${binary} "--flagfile=${DIR}/flagfile")
+endforeach()
+expect(2 "" "^troupe_node: --run_seconds=soon: [^\n]*\n$" troupe_node --run_seconds=soon)
+expect(2 "" "--run_seconds: must be 0 or more" troupe_node --run_seconds=-1)
+expect(2 "" "--config: missing value" troupe_node --config)
+expect(2 "" "--config: required" troupe_node)
+expect(2 "" "--requests must be" client_server --requests=0)
+expect(2 "" "--pairs and --seconds" ping_pong --seconds=0)
+
+# Config errors: the field, the line, the file.
+file(WRITE "${DIR}/bad_field.conf"
+     "interconnect { nodes { node_id: 1 host: \"127.0.0.1\" port: 19001 } }\n"
+     "pools { name: \"User\" threads: 0 }\n")
+file(WRITE "${DIR}/bad_syntax.conf" "pools { name: \"User\" threads: \n")
+expect(3 "" "pools\\[0\\]\\.threads: must be" troupe_node "--config=${DIR}/bad_field.conf")
+expect(3 "" "bad_syntax.conf: [^\n]*line 2" troupe_node "--config=${DIR}/bad_syntax.conf")
+expect(3 "" "missing.conf" troupe_node "--config=${DIR}/missing.conf")
+expect(3 "" "bad_field.conf: pools\\[0\\]\\.threads" ping_pong "--config=${DIR}/bad_field.conf")
+expect(3 "" "bad_field.conf: pools\\[0\\]\\.threads" troupe_loadgen
+       "--config=${DIR}/bad_field.conf")
+file(WRITE "${DIR}/bad_overlay.conf" "pools { name: \"User\" threads: 0 }\n")
+expect(3 "" "--node_config: [^\n]*pools\\[0\\]\\.threads" troupe_cluster
+       "--node_config=${DIR}/bad_overlay.conf" "--workdir=${DIR}/cluster")
+file(WRITE "${DIR}/with_nodes.conf"
+     "interconnect { nodes { node_id: 1 host: \"127.0.0.1\" port: 19001 } }\n")
+expect(3 "" "interconnect\\.nodes: leave it out" troupe_cluster
+       "--node_config=${DIR}/with_nodes.conf" "--workdir=${DIR}/cluster")
+
+# troupe_cluster's own checks come before any process starts.
+expect(2 "" "--nodes must be" troupe_cluster --nodes=0)
+expect(2 "" "--chaos: 'kill:9@1': the node is one of 1\\.\\.3" troupe_cluster --nodes=3
+       --chaos=kill:9@1)
+expect(2 "" "--chaos: 'kill:2@7': the time" troupe_cluster --seconds=5 --chaos=kill:2@7)
+expect(2 "" "node 2 is not down" troupe_cluster --chaos=restart:2@1)
+expect(2 "" "want ACTION:NODE@SECONDS" troupe_cluster --chaos=2@1)
