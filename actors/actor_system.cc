@@ -261,7 +261,7 @@ ActorSystemCounters ActorSystem::Counters() const {
   }
   runtime_->metrics().ForEach([&](const MetricSample& sample) {
     if (sample.name == "troupe_dropped_events_total") {
-      counters.dropped_events = static_cast<uint64_t>(sample.value);
+      counters.dropped_events += static_cast<uint64_t>(sample.value);
     } else if (sample.name == "troupe_failed_actors_total") {
       counters.failed_actors = static_cast<uint64_t>(sample.value);
     } else if (sample.name == "troupe_live_mailboxes") {

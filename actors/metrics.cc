@@ -31,7 +31,7 @@ Histogram::Histogram(int min_exponent, int max_exponent)
 void Histogram::Record(int64_t nanoseconds) {
   const uint64_t value = nanoseconds > 0 ? static_cast<uint64_t>(nanoseconds) : 0;
   // The smallest k with value <= 2^k.
-  const int bucket = value <= 1 ? 0 : std::bit_width(value - 1);
+  const int bucket = value <= 1 ? 0 : static_cast<int>(std::bit_width(value - 1));
   // Relaxed: each counter is an independent number; Read tolerates a moment's skew.
   buckets_[static_cast<size_t>(bucket)].fetch_add(1, std::memory_order_relaxed);
   sum_ns_.fetch_add(value, std::memory_order_relaxed);

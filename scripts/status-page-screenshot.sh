@@ -55,7 +55,8 @@ flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=120
 timeout 60 "$browser" "${flags[@]}" --screenshot="$out/status.png" "$url" >"$out/chromium.log" 2>&1
 timeout 60 "$browser" "${flags[@]}" --dump-dom "$url" >"$out/status.html" 2>>"$out/chromium.log"
 
-for want in 'Troupe node 1' '<h2>Pools</h2>' '<td>User</td>' '<td>node 2</td><td>up</td>'; do
+for want in 'Troupe node 1' '<h2>Pools</h2>' '<td>User</td>' '<td>node 2</td><td>up</td>' \
+  '<h2>Busiest actor classes</h2>'; do
   if ! grep -qF "$want" "$out/status.html"; then
     echo "status-page: the page Chromium rendered lacks '$want' (see $out/status.html)" >&2
     exit 1

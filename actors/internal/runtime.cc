@@ -128,9 +128,25 @@ void Runtime::PublishNodeMetrics() {
     node_metrics_.push_back(
         metrics_.Add({std::move(name), type, std::move(help), {}}, std::move(read)));
   };
-  add("troupe_dropped_events_total", MetricType::kCounter,
-      "Events neither delivered nor reported (no tracking, no forward target).",
-      [this] { return static_cast<int64_t>(dropped_events()); });
+  for (size_t reason = 1; reason < kReasons; ++reason) {
+    const MetricLabels labels = {
+        {"reason", UndeliveredReasonName(static_cast<UndeliveredReason>(reason))}};
+    auto read = [](const std::atomic<uint64_t>& count) {
+      return [&count] { return static_cast<int64_t>(count.load(std::memory_order_relaxed)); };
+    };
+    node_metrics_.push_back(metrics_.Add(
+        {"troupe_dropped_events_total", MetricType::kCounter,
+         "Events that could not be delivered and were dropped (no tracking, no forward target): "
+         "the dead letters, by reason.",
+         labels},
+        read(dropped_[reason])));
+    node_metrics_.push_back(metrics_.Add(
+        {"troupe_undelivered_events_total", MetricType::kCounter,
+         "Events that could not be delivered and were reported to their sender (EvUndelivered), "
+         "by reason.",
+         labels},
+        read(undelivered_[reason])));
+  }
   add("troupe_failed_actors_total", MetricType::kCounter,
       "Actors ended by an exception escaping a handler.",
       [this] { return static_cast<int64_t>(failed_actors()); });
@@ -192,6 +208,7 @@ void Runtime::Stop() {
     Mailbox* mailbox = mailboxes_.Get(hint);
     while (Actor* actor = mailbox->first_actor()) {
       mailbox->DetachActor(actor);
+      classes_.Get(typeid(*actor)).AddLive(-1);
       delete actor;
     }
   }
@@ -291,7 +308,9 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
   }
   const bool report =
       ev->HasFlag(kTrackDelivery) || (unsure && ev->HasFlag(kGenerateUnsureUndelivered));
+  const size_t index = static_cast<size_t>(reason) < kReasons ? static_cast<size_t>(reason) : 0;
   if (report && !ev->sender().IsEmpty() && !stopped()) {
+    undelivered_[index].fetch_add(1, std::memory_order_relaxed);
     TROUPE_LOG(kDebug, kActors) << "undelivered (" << UndeliveredReasonName(reason)
                                 << (unsure ? ", unsure" : "") << "): " << ev->ToString();
     Send(std::make_unique<EventHandle>(
@@ -300,7 +319,7 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
         ev->cookie(), ActorId(), ev->trace_id()));
     return;
   }
-  dropped_.fetch_add(1, std::memory_order_relaxed);
+  dropped_[index].fetch_add(1, std::memory_order_relaxed);
   TROUPE_LOG(kDebug, kActors) << "dropped (" << UndeliveredReasonName(reason)
                               << "): " << ev->ToString();
 }
@@ -404,6 +423,7 @@ void Runtime::Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hin
   actor->self_ =
       ActorId(node_id_, pool, next_local_id_.fetch_add(1, std::memory_order_relaxed), hint);
   mailbox->AttachActor(actor);
+  classes_.Get(typeid(*actor)).AddLive(1);
   // The caller owns the mailbox (kScheduled), so this push never activates it.
   mailbox->Push(new EventHandle(kEvBootstrap, actor->self_, actor->self_, kNoFlags, 0));
 }
@@ -476,6 +496,7 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
     }
   }
   mailbox->DetachActor(actor);
+  classes_.Get(typeid(*actor)).AddLive(-1);
   delete actor;
   if (!mailbox->HasActors()) {
     // Events still queued reach Dispatch, find no actor and are reported undelivered; the mailbox

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -31,6 +32,7 @@
 #include "absl/time/time.h"
 
 #include "actors/actor.h"
+#include "actors/internal/class_stats.h"
 #include "actors/internal/driver.h"
 #include "actors/internal/executor_pool.h"
 #include "actors/internal/mailbox_table.h"
@@ -145,6 +147,7 @@ class Runtime {
   NodeId node_id() const { return node_id_; }
   MetricsRegistry& metrics() const { return metrics_; }
   LogContext& log_context() const { return log_context_; }
+  ClassTable& classes() { return classes_; }
   ServiceTable& services() { return services_; }
   const ServiceTable& services() const { return services_; }
   const MailboxTable& mailboxes() const { return mailboxes_; }
@@ -159,7 +162,13 @@ class Runtime {
   size_t pool_count() const { return pools_.size(); }
   const ExecutorPool& pool(size_t index) const { return *pools_[index]; }
   absl::StatusOr<uint32_t> PoolIndex(std::string_view name) const;
-  uint64_t dropped_events() const { return dropped_.load(std::memory_order_relaxed); }
+  uint64_t dropped_events() const {
+    uint64_t dropped = 0;
+    for (const std::atomic<uint64_t>& count : dropped_) {
+      dropped += count.load(std::memory_order_relaxed);
+    }
+    return dropped;
+  }
   uint64_t failed_actors() const { return failed_actors_.load(std::memory_order_relaxed); }
   size_t PendingTimers() const {
     return driver_ != nullptr ? driver_->PendingTimers(this) : scheduler_->PendingCount();
@@ -202,6 +211,8 @@ class Runtime {
   mutable LogContext log_context_;
   // Before the pools: they publish into it, and unregister when destroyed.
   mutable MetricsRegistry metrics_;
+  // Live actors and sampled events per class (publishes into metrics_).
+  ClassTable classes_{&metrics_};
   uint32_t default_pool_ = 0;
   // Each pool's `default_mailbox`, by pool index.
   std::vector<MailboxKind> pool_mailbox_;
@@ -216,7 +227,11 @@ class Runtime {
   // old incarnation's (that would need more than one registration per nanosecond). A driver
   // chooses the start instead.
   std::atomic<uint64_t> next_local_id_;
-  std::atomic<uint64_t> dropped_{0};
+  // Events dropped (no tracking, no forward target) and events reported to their sender as
+  // Undelivered, by UndeliveredReason (index 0 unused).
+  static constexpr size_t kReasons = static_cast<size_t>(UndeliveredReason::kOverloaded) + 1;
+  std::array<std::atomic<uint64_t>, kReasons> dropped_{};
+  std::array<std::atomic<uint64_t>, kReasons> undelivered_{};
   std::atomic<uint64_t> failed_actors_{0};
   std::atomic<bool> stopped_{false};
   std::atomic<RemoteRouter*> remote_router_{nullptr};

@@ -42,6 +42,7 @@ struct Grouped {
   Values node;
   std::map<std::string, Values> pools;
   std::map<int64_t, Values> peers;
+  std::map<std::string, Values> classes;
 };
 
 Grouped Group(const MetricsRegistry& registry) {
@@ -50,7 +51,11 @@ Grouped Group(const MetricsRegistry& registry) {
     const std::string name(sample.name);
     constexpr std::string_view kPool = "troupe_pool_";
     constexpr std::string_view kSession = "troupe_session_";
-    if (name.starts_with(kPool)) {
+    constexpr std::string_view kClass = "troupe_actor_class_";
+    if (name.starts_with(kClass)) {
+      grouped.classes[std::string(sample.label("class"))][name.substr(kClass.size())] +=
+          sample.value;
+    } else if (name.starts_with(kPool)) {
       grouped.pools[std::string(sample.label("pool"))][name.substr(kPool.size())] += sample.value;
     } else if (name.starts_with(kSession)) {
       int64_t peer = 0;
@@ -81,6 +86,29 @@ std::string PeerState(const Values& peer) {
     return "down";
   }
   return Get(peer, "connected") != 0 ? "up" : "up, reconnecting";
+}
+
+// The ten classes whose sampled handlers took the most time, with their live actors.
+void AppendBusiestClasses(const std::map<std::string, Values>& classes, std::string* html) {
+  std::vector<std::pair<int64_t, std::string>> busiest;
+  int64_t total = 0;
+  for (const auto& [name, values] : classes) {
+    busiest.emplace_back(Get(values, "sampled_handler_nanoseconds_total"), name);
+    total += busiest.back().first;
+  }
+  std::sort(busiest.rbegin(), busiest.rend());
+  busiest.resize(std::min<size_t>(busiest.size(), 10));
+  absl::StrAppend(html, "<h2>Busiest actor classes</h2>\n<table>\n");
+  Row(html, {"class", "live", "events (est.)", "handler time share"}, true);
+  for (const auto& [ns, name] : busiest) {
+    const Values& values = classes.at(name);
+    Row(html, {name, Count(Get(values, "live")), Count(Get(values, "sampled_events_total") * 64),
+               total > 0 ? absl::StrFormat("%.1f%%", 100.0 * static_cast<double>(ns) /
+                                                         static_cast<double>(total))
+                         : std::string("-")});
+  }
+  absl::StrAppend(html,
+                  "</table>\n<p>Events and time are sampled: one event in 64 per worker.</p>\n");
 }
 
 }  // namespace
@@ -125,25 +153,31 @@ std::string StatusPage(ActorSystem& system, int refresh_seconds) {
                 Count(Get(values, "budget_preemptions_total")),
                 Count(Get(values, "stuck_reports_total"))});
   }
-  absl::StrAppend(&html, "</table>\n<h2>Peers</h2>\n");
+  absl::StrAppend(&html, "</table>\n");
+  AppendBusiestClasses(grouped.classes, &html);
+  absl::StrAppend(&html, "<h2>Peers</h2>\n");
   if (grouped.peers.empty()) {
     absl::StrAppend(&html, "<p>No interconnect: this node has no peers.</p>\n");
   } else {
     absl::StrAppend(&html, "<table>\n");
     Row(&html,
-        {"peer", "session", "sessions", "events sent", "events received", "MB written", "MB read",
-         "queued", "unacked bytes", "held bytes", "resent", "refusals", "protocol errors",
-         "overloaded"},
+        {"peer", "session", "round trip", "sessions", "events sent", "events received",
+         "MB written", "MB read", "queued", "unacked bytes", "held bytes", "resent", "refusals",
+         "protocol errors", "overloaded"},
         true);
     for (const auto& [peer, values] : grouped.peers) {
       Row(&html,
-          {absl::StrCat("node ", peer), PeerState(values), Count(Get(values, "sessions_total")),
-           Count(Get(values, "events_sent_total")), Count(Get(values, "events_received_total")),
-           Mb(Get(values, "bytes_written_total")), Mb(Get(values, "bytes_read_total")),
-           Count(Get(values, "queued_events")), Count(Get(values, "unacked_bytes")),
-           Count(Get(values, "held_bytes")), Count(Get(values, "frames_resent_total")),
-           Count(Get(values, "refusals_total")), Count(Get(values, "protocol_errors_total")),
-           Count(Get(values, "overloaded_total"))});
+          {absl::StrCat("node ", peer), PeerState(values),
+           Get(values, "round_trip_nanoseconds") > 0
+               ? absl::StrFormat("%.3f ms",
+                                 static_cast<double>(Get(values, "round_trip_nanoseconds")) / 1e6)
+               : std::string("-"),
+           Count(Get(values, "sessions_total")), Count(Get(values, "events_sent_total")),
+           Count(Get(values, "events_received_total")), Mb(Get(values, "bytes_written_total")),
+           Mb(Get(values, "bytes_read_total")), Count(Get(values, "queued_events")),
+           Count(Get(values, "unacked_bytes")), Count(Get(values, "held_bytes")),
+           Count(Get(values, "frames_resent_total")), Count(Get(values, "refusals_total")),
+           Count(Get(values, "protocol_errors_total")), Count(Get(values, "overloaded_total"))});
     }
     absl::StrAppend(&html, "</table>\n");
   }

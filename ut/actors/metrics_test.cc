@@ -167,7 +167,15 @@ TEST(NodeMetricsTest, CountersAreAViewOfTheRegistry) {
   }
   ASSERT_TRUE(testutil::WaitUntil([&] { return system->Counters().dropped_events == 10; }));
   const ActorSystemCounters counters = system->Counters();
-  EXPECT_EQ(registry.Value("troupe_dropped_events_total"), 10);
+  EXPECT_EQ(registry.Sum("troupe_dropped_events_total"), 10);
+  EXPECT_EQ(registry.Value("troupe_dropped_events_total", {{"reason", "actor-not-found"}}), 10);
+  EXPECT_EQ(registry.Sum("troupe_undelivered_events_total"), 0);
+  // Tracked: reported to the sender, counted by reason.
+  system->Send(ActorId(0, 1, 0xDEAD, 0x7FFFFFF0u), std::make_unique<EvValue>(1), kTrackDelivery, 0,
+               ActorId(0, 1, 0xBEEF, 0x7FFFFFF1u));
+  ASSERT_TRUE(testutil::WaitUntil([&] {
+    return registry.Value("troupe_undelivered_events_total", {{"reason", "actor-not-found"}}) == 1;
+  }));
   EXPECT_EQ(registry.Value("troupe_live_mailboxes"), static_cast<int64_t>(counters.live_mailboxes));
   ASSERT_EQ(counters.pools.size(), 4u);
   for (const PoolCounters& pool : counters.pools) {
@@ -184,6 +192,50 @@ TEST(NodeMetricsTest, CountersAreAViewOfTheRegistry) {
       EXPECT_FALSE(sample.label("worker").empty());
     }
   });
+}
+
+// Counts nothing; ends on EvPoison (Unhandled).
+class Idler final : public Actor {
+ public:
+  Idler() : Actor(&Idler::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != EvValue::kEventType) {
+      Unhandled(ev);
+    }
+  }
+};
+
+TEST(NodeMetricsTest, ActorClassesAreCountedAliveAndSampledWhileHandling) {
+  std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
+  ASSERT_NE(system, nullptr);
+  MetricsRegistry& registry = system->metrics();
+  const MetricLabels idler = {{"class", "troupe::Idler"}};
+  std::vector<ActorId> actors;
+  for (int i = 0; i < 5; ++i) {
+    actors.push_back(system->Register(std::make_unique<Idler>()));
+  }
+  EXPECT_EQ(registry.Value("troupe_actor_class_live", idler), 5);
+  // Enough events that every worker samples some (one in 64 each).
+  constexpr int kEvents = 20'000;
+  for (int i = 0; i < kEvents; ++i) {
+    system->Send(actors[static_cast<size_t>(i) % actors.size()], std::make_unique<EvValue>(i));
+  }
+  ASSERT_TRUE(testutil::WaitUntil([&] {
+    return registry.Value("troupe_actor_class_sampled_events_total", idler).value_or(0) >=
+           kEvents / 64 / 2;
+  })) << registry.Value("troupe_actor_class_sampled_events_total", idler).value_or(-1);
+  EXPECT_LE(registry.Value("troupe_actor_class_sampled_events_total", idler).value_or(0),
+            kEvents / 64 + 2);
+  EXPECT_GT(registry.Value("troupe_actor_class_sampled_handler_nanoseconds_total", idler), 0);
+  EXPECT_GE(registry.Sum("troupe_pool_handler_seconds", {{"pool", "User"}}), kEvents / 64 / 2)
+      << "the pool's handler-time histogram counts the same samples";
+  for (const ActorId& actor : actors) {
+    system->Send(actor, std::make_unique<EvPoison>());
+  }
+  EXPECT_TRUE(
+      testutil::WaitUntil([&] { return registry.Value("troupe_actor_class_live", idler) == 0; }));
 }
 
 TEST(NodeHooksTest, ReportUndeliveredAppliesRuleThree) {
