@@ -56,9 +56,10 @@ std::string TypeName(const std::type_info* type) {
   if (status != 0 || name == nullptr) {
     return type->name();
   }
-  // Log lines are space-separated fields: "troupe::(anonymous namespace)::Pinger" would split.
+  // Log lines are space-separated fields: "troupe::(anonymous namespace)::Pinger" and
+  // "Echo<Ping, Pong>" would split.
   std::string readable = name.get();
-  absl::StrReplaceAll({{"(anonymous namespace)::", ""}}, &readable);
+  absl::StrReplaceAll({{"(anonymous namespace)::", ""}, {", ", ","}}, &readable);
   return readable;
 }
 
