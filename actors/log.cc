@@ -224,14 +224,24 @@ bool LogContext::Enabled(LogLevel level, LogComponent component) const {
                  std::memory_order_relaxed);
 }
 
-LogBinding::LogBinding(const LogContext* context) {
+namespace {
+
+// Makes `scope` the calling thread's innermost scope, saying what the one it hides says until the
+// caller overrides a field.
+void PushScope(internal::LogScope& scope) {
   internal::LogScope* previous = internal::tls_log_scope;
   if (previous != nullptr) {
-    scope_ = *previous;
+    scope = *previous;
   }
+  scope.previous = previous;
+  internal::tls_log_scope = &scope;
+}
+
+}  // namespace
+
+LogBinding::LogBinding(const LogContext* context) {
+  PushScope(scope_);
   scope_.context = context;
-  scope_.previous = previous;
-  internal::tls_log_scope = &scope_;
 }
 
 LogBinding::~LogBinding() { internal::tls_log_scope = scope_.previous; }
@@ -247,13 +257,8 @@ uint64_t NewTraceId() {
 }
 
 TraceScope::TraceScope(uint64_t trace_id) {
-  internal::LogScope* previous = internal::tls_log_scope;
-  if (previous != nullptr) {
-    scope_ = *previous;
-  }
+  PushScope(scope_);
   scope_.trace_id = trace_id;
-  scope_.previous = previous;
-  internal::tls_log_scope = &scope_;
 }
 
 TraceScope::~TraceScope() { internal::tls_log_scope = scope_.previous; }
@@ -290,6 +295,17 @@ void CapturingLogSink::Write(LogLevel /*level*/, LogComponent /*component*/,
 std::vector<std::string> CapturingLogSink::Lines() const {
   troupe::MutexLock lock(&mu_);
   return lines_;
+}
+
+std::vector<std::string> CapturingLogSink::LinesWith(std::string_view needle) const {
+  troupe::MutexLock lock(&mu_);
+  std::vector<std::string> found;
+  for (const auto& line : lines_) {
+    if (absl::StrContains(line, absl::string_view(needle.data(), needle.size()))) {
+      found.push_back(line);
+    }
+  }
+  return found;
 }
 
 bool CapturingLogSink::Contains(std::string_view needle) const {

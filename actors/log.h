@@ -222,6 +222,8 @@ class CapturingLogSink final : public LogSink {
   void Write(LogLevel level, LogComponent component, std::string_view line) override;
   // Returns a copy of every line written so far.
   std::vector<std::string> Lines() const;
+  // Returns a copy of the lines that contain `needle`, in order.
+  std::vector<std::string> LinesWith(std::string_view needle) const;
   // Returns true when some line contains `needle`.
   bool Contains(std::string_view needle) const;
 

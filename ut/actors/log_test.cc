@@ -60,17 +60,6 @@ class Talker final : public Actor {
   LogComponent named_;
 };
 
-// Returns the lines of `sink` that contain `needle`.
-std::vector<std::string> LinesWith(const CapturingLogSink& sink, const std::string& needle) {
-  std::vector<std::string> found;
-  for (const std::string& line : sink.Lines()) {
-    if (absl::StrContains(line, needle)) {
-      found.push_back(line);
-    }
-  }
-  return found;
-}
-
 proto::ActorSystemConfig NodeConfig(uint32_t node, const std::string& level) {
   proto::ActorSystemConfig config = SmallConfig();
   config.set_node_id(node);
@@ -86,8 +75,8 @@ TEST(LogTest, AHandlersLineSaysWhenWhereWhoAndWhichTrace) {
   const uint64_t trace = 0x4d2;
   system->Send(std::make_unique<EventHandle>(talker, ActorId(), std::make_unique<EvValue>(5),
                                              kNoFlags, 0, ActorId(), trace));
-  ASSERT_TRUE(WaitUntil([&] { return !LinesWith(sink, "hello 5").empty(); }));
-  const std::string line = LinesWith(sink, "hello 5").front();
+  ASSERT_TRUE(WaitUntil([&] { return !sink.LinesWith("hello 5").empty(); }));
+  const std::string line = sink.LinesWith("hello 5").front();
   // 2026-11-24T05:19:37.123456Z: a UTC date and time to the microsecond.
   ASSERT_GE(line.size(), 28u) << line;
   for (const size_t digit :
@@ -103,7 +92,7 @@ TEST(LogTest, AHandlersLineSaysWhenWhereWhoAndWhichTrace) {
 
   // Outside a handler, on a thread no node runs: no node, actor or trace.
   TROUPE_LOG(kWarn, kUser) << "from the test's thread";
-  const std::string plain = LinesWith(sink, "from the test's thread").front();
+  const std::string plain = sink.LinesWith("from the test's thread").front();
   EXPECT_FALSE(absl::StrContains(plain, "node=")) << plain;
   EXPECT_FALSE(absl::StrContains(plain, "actor=")) << plain;
   EXPECT_FALSE(absl::StrContains(plain, "trace=")) << plain;
@@ -122,8 +111,8 @@ TEST(LogTest, EachNodeKeepsItsOwnLevels) {
   const ActorId hushed = quiet->Register(std::make_unique<Talker>("quiet", ActorId()));
   quiet->Send(hushed, std::make_unique<EvValue>(1));
   chatty->Send(loud, std::make_unique<EvValue>(1));
-  ASSERT_TRUE(WaitUntil([&] { return !LinesWith(sink, "chatty 1").empty(); }));
-  EXPECT_TRUE(LinesWith(sink, "quiet 1").empty());
+  ASSERT_TRUE(WaitUntil([&] { return !sink.LinesWith("chatty 1").empty(); }));
+  EXPECT_TRUE(sink.LinesWith("quiet 1").empty());
   EXPECT_TRUE(chatty->log_context().Enabled(LogLevel::kDebug, LogComponent::kActors));
   EXPECT_FALSE(quiet->log_context().Enabled(LogLevel::kInfo, LogComponent::kActors));
 
@@ -131,7 +120,7 @@ TEST(LogTest, EachNodeKeepsItsOwnLevels) {
   quiet->log_context().SetLevel(LogLevel::kDebug, LogComponent::kUser);
   EXPECT_FALSE(quiet->log_context().Enabled(LogLevel::kDebug, LogComponent::kActors));
   quiet->Send(hushed, std::make_unique<EvValue>(2));
-  EXPECT_TRUE(WaitUntil([&] { return !LinesWith(sink, "quiet 2").empty(); }));
+  EXPECT_TRUE(WaitUntil([&] { return !sink.LinesWith("quiet 2").empty(); }));
 
   // SetLogLevel is process-wide: the default for plain threads and every node that exists.
   SetLogLevel(LogLevel::kError, LogComponent::kUser);
@@ -165,9 +154,9 @@ TEST(LogTest, ComponentLevelsComeFromTheConfigIncludingUserNamedOnes) {
 
   const ActorId talker = system->Register(std::make_unique<Talker>("bill", ActorId(), named));
   system->Send(talker, std::make_unique<EvValue>(9));
-  ASSERT_TRUE(WaitUntil([&] { return !LinesWith(sink, "bill named 9").empty(); }));
-  EXPECT_TRUE(absl::StrContains(LinesWith(sink, "bill named 9").front(), " billing log_test.cc:"));
-  EXPECT_TRUE(LinesWith(sink, "bill 9").empty()) << "user is at warn, the line was debug";
+  ASSERT_TRUE(WaitUntil([&] { return !sink.LinesWith("bill named 9").empty(); }));
+  EXPECT_TRUE(absl::StrContains(sink.LinesWith("bill named 9").front(), " billing log_test.cc:"));
+  EXPECT_TRUE(sink.LinesWith("bill 9").empty()) << "user is at warn, the line was debug";
 }
 
 TEST(LogTest, BadComponentsInTheConfigNameTheField) {

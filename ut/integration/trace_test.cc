@@ -57,17 +57,6 @@ class Hop final : public Actor {
   NodeId self_;
 };
 
-// The log lines of `sink` that contain `needle`.
-std::vector<std::string> LinesWith(const CapturingLogSink& sink, const std::string& needle) {
-  std::vector<std::string> found;
-  for (const std::string& line : sink.Lines()) {
-    if (absl::StrContains(line, needle)) {
-      found.push_back(line);
-    }
-  }
-  return found;
-}
-
 TEST(TraceTest, OneRequestIsFollowedThroughThreeNodesByItsTraceId) {
   CapturingLogSink sink;
   testutil::LoopbackPorts ports(kNodes);
@@ -111,7 +100,7 @@ TEST(TraceTest, OneRequestIsFollowedThroughThreeNodesByItsTraceId) {
   EXPECT_EQ(std::count(traces.begin(), traces.end(), 0u), 1) << "the untraced answer";
 
   // The three hops of request 1, one per node, each by its actor and class, all by the trace.
-  const std::vector<std::string> hops = LinesWith(sink, "hop request 1");
+  const std::vector<std::string> hops = sink.LinesWith("hop request 1");
   ASSERT_EQ(hops.size(), kNodes);
   for (NodeId node = 1; node <= kNodes; ++node) {
     const std::string at = absl::StrCat(" node=", node, " ");
@@ -123,11 +112,11 @@ TEST(TraceTest, OneRequestIsFollowedThroughThreeNodesByItsTraceId) {
     EXPECT_TRUE(absl::StrContains(*line, " actor=" + hop.ToString() + " class=")) << *line;
     EXPECT_TRUE(absl::StrContains(*line, "Hop " + traced)) << *line;
   }
-  for (const std::string& line : LinesWith(sink, "hop request 2")) {
+  for (const std::string& line : sink.LinesWith("hop request 2")) {
     EXPECT_FALSE(absl::StrContains(line, "trace=")) << line;
   }
   // Grepping the trace finds exactly the request's path.
-  EXPECT_EQ(LinesWith(sink, traced).size(), kNodes);
+  EXPECT_EQ(sink.LinesWith(traced).size(), kNodes);
 }
 
 }  // namespace
