@@ -4,21 +4,43 @@
 #include "absl/strings/str_format.h"
 
 #include "actors/actor_system.h"
+#include "actors/internal/asks.h"
 #include "actors/internal/runtime.h"
 #include "actors/log.h"
 
 namespace troupe {
 
-Actor::~Actor() { delete suspension_; }
+Actor::~Actor() { delete extras_; }
 
-void Actor::Suspend() {
-  if (suspension_ == nullptr) {
-    suspension_ = new internal::Suspension();
+internal::ActorExtras& Actor::Extras() {
+  if (extras_ == nullptr) {
+    extras_ = new internal::ActorExtras();
   }
-  ++suspension_->count;
+  return *extras_;
 }
 
-uint32_t Actor::SuspendCount() const { return suspension_ == nullptr ? 0 : suspension_->count; }
+void Actor::Suspend() { ++Extras().suspend_count; }
+
+uint32_t Actor::SuspendCount() const { return extras_ == nullptr ? 0 : extras_->suspend_count; }
+
+void Actor::Reply(const EventHandlePtr& request, std::unique_ptr<EventBase> response,
+                  uint32_t flags) const {
+  Send(request->sender(), std::move(response), flags, request->cookie());
+}
+
+uint64_t Actor::AskErased(const ActorId& to, std::unique_ptr<EventBase> request,
+                          absl::Duration timeout, internal::AskContinuation done) {
+  internal::ActorExtras& extras = Extras();
+  const uint64_t id = internal::kAskCookieBit | ++extras.last_ask;
+  const EventType request_type = request->Type();
+  internal::PendingAsk& pending = extras.asks[id];
+  pending.done = std::move(done);
+  pending.to = to;
+  pending.request_type = request_type;
+  pending.timeout = Schedule(timeout, std::make_unique<EvAskTimeout>(), id);
+  Send(to, std::move(request), kTrackDelivery, id);
+  return id;
+}
 
 void Actor::Unhandled(EventHandlePtr& ev) {
   if (ev->type() == kEvPoison) {

@@ -37,7 +37,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 #include "actors/actor_id.h"
@@ -54,7 +59,11 @@ class ActorSystem;
 namespace internal {
 class Mailbox;
 class Runtime;
-struct Suspension;
+struct ActorExtras;
+// Called once with an ask's reply (OK) or the reason there is none (see Actor::Ask).
+using AskContinuation = absl::AnyInvocable<void(EventHandlePtr& reply, const absl::Status& error)>;
+// Returns `type` as log lines show it ("0x00010004").
+std::string EventTypeName(EventType type);
 }  // namespace internal
 
 // Where and how an actor is registered.
@@ -140,6 +149,60 @@ class Actor : public internal::SmallPooled {
   // Sends EvWakeup{tag} to this actor after `delay`.
   TimerCookie ScheduleWakeup(absl::Duration delay, uint64_t tag = 0) const;
 
+  // -- requests and replies ----------------------------------------------------------------------
+  //
+  // Ask sends `request` to `to` (tracked) and calls `on_reply` exactly once, later, in a handler
+  // of this actor (so never while another of its events is handled), with one of:
+  //   | what happened                                  | on_reply gets                           |
+  //   |------------------------------------------------|-----------------------------------------|
+  //   | `to` answered with Reply(ev, event of Reply)   | the reply: an EventPtr valid in the call |
+  //   | it answered with another event type            | kInvalidArgument naming both types      |
+  //   | the reply's bytes did not parse                | kDataLoss                               |
+  //   | the request could not be delivered             | kUnavailable naming the Undelivered     |
+  //   |                                                | reason ("unsure" when it was sent)      |
+  //   | no answer within `timeout`                     | kDeadlineExceeded                       |
+  // The framework matches the answer by the request's cookie, which Reply copies; an answer that
+  // comes after the ask ended (a reply after its timeout) is dropped, and so is the timeout after
+  // a reply. Once on_reply has run nothing of the ask is kept; an actor that ends with asks
+  // pending drops them without calling on_reply. Works across nodes. Ask cookies have the top
+  // bit set: keep it clear in cookies of your own.
+  //
+  //   Ask<EvPrice>(quotes, std::make_unique<EvQuote>("ACME"), absl::Seconds(1),
+  //                [this](absl::StatusOr<EventPtr<EvPrice>> price) {
+  //                  if (price.ok()) { last_ = price->Get()->value; }
+  //                });
+  //
+  // Returns the request id (the cookie).
+  template <typename ReplyEvent>
+  uint64_t Ask(const ActorId& to, std::unique_ptr<EventBase> request, absl::Duration timeout,
+               absl::AnyInvocable<void(absl::StatusOr<EventPtr<ReplyEvent>>)> on_reply) {
+    return AskErased(
+        to, std::move(request), timeout,
+        [on_reply = std::move(on_reply)](EventHandlePtr& reply, const absl::Status& error) mutable {
+          if (!error.ok()) {
+            on_reply(error);
+          } else if (reply->type() != ReplyEvent::kEventType) {
+            on_reply(absl::InvalidArgumentError("expected a reply of type " +
+                                                internal::EventTypeName(ReplyEvent::kEventType) +
+                                                ", got " + internal::EventTypeName(reply->type())));
+          } else if (reply->template Get<ReplyEvent>() == nullptr) {
+            on_reply(absl::DataLossError("the reply's bytes did not parse"));
+          } else {
+            on_reply(EventPtr<ReplyEvent>(reply));
+          }
+        });
+  }
+  // Sends `response` to the sender of `request` with the request's cookie: the answer an Ask
+  // matches. (Also fine for requests that were not asks.)
+  void Reply(const EventHandlePtr& request, std::unique_ptr<EventBase> response,
+             uint32_t flags = kNoFlags) const;
+  // The same from a TROUPE_HFUNC handler's typed view.
+  template <typename Request>
+  void Reply(const EventPtr<Request>& request, std::unique_ptr<EventBase> response,
+             uint32_t flags = kNoFlags) const {
+    Send(request->sender(), std::move(response), flags, request->cookie());
+  }
+
   // Returns the node's clock (simulated under the deterministic test runtime; see
   // ActorSystem::Now). Use it rather than absl::Now() for anything a test should control.
   absl::Time Now() const;
@@ -155,14 +218,20 @@ class Actor : public internal::SmallPooled {
   friend class internal::Mailbox;
   friend class internal::Runtime;
 
+  uint64_t AskErased(const ActorId& to, std::unique_ptr<EventBase> request, absl::Duration timeout,
+                     internal::AskContinuation done);
+  // Returns the extras, allocating them on first use.
+  internal::ActorExtras& Extras();
+
   StateFunc state_;
   ActorSystem* system_ = nullptr;
   ActorId self_;
   Actor* next_in_mailbox_ = nullptr;
   internal::Mailbox* mailbox_ = nullptr;
-  // Allocated by the first suspend, freed by the destructor (owned; a raw pointer because the
-  // type is internal). The runtime's dispatch only checks it for null.
-  internal::Suspension* suspension_ = nullptr;
+  // Suspension and pending asks (internal/asks.h): allocated by the first Suspend or Ask, freed
+  // by the destructor (owned; a raw pointer because the type is internal). The runtime's dispatch
+  // only checks it for null on its fast path.
+  internal::ActorExtras* extras_ = nullptr;
   bool passed_away_ = false;
   bool bootstrapped_ = false;
 };

@@ -35,6 +35,8 @@ enum SystemEventType : EventType {
   kEvUndelivered,
   kEvSuspend,
   kEvResume,
+  // An Ask's deadline (Actor::Ask): the request id is the event's cookie.
+  kEvAskTimeout,
   kEvSystemEnd,
 };
 static_assert(InEventSpace(kEvSystemEnd - 1, kSystemEventSpace), "system events overflow");
@@ -79,6 +81,7 @@ struct EvWakeup final : EventLocal<EvWakeup, kEvWakeup> {
 
 struct EvSuspend final : EventLocal<EvSuspend, kEvSuspend> {};
 struct EvResume final : EventLocal<EvResume, kEvResume> {};
+struct EvAskTimeout final : EventLocal<EvAskTimeout, kEvAskTimeout> {};
 
 // Plain fields for handlers; it crosses nodes as proto::Undelivered (a sender on another node
 // must learn about its lost event too).

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 
 #include "actors/check.h"
+#include "actors/internal/asks.h"
 #include "actors/log.h"
 
 namespace troupe::internal {
@@ -331,16 +332,17 @@ void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace)
     return;
   }
   static_assert(kEvResume == kEvSuspend + 1);
-  if (ev->type() - kEvSuspend <= 1 || actor->suspension_ != nullptr) [[unlikely]] {
-    DispatchSuspendable(mailbox, actor, std::move(ev), trace);
+  if (ev->type() - kEvSuspend <= 1 || actor->extras_ != nullptr) [[unlikely]] {
+    DispatchSlow(mailbox, actor, std::move(ev), trace);
     return;
   }
-  Handle(actor, ev, trace);
+  Handle<false>(actor, ev, trace);
   if (actor->passed_away_) {
     Destroy(mailbox, actor);
   }
 }
 
+template <bool kWithExtras>
 void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
   const EventType type = ev->type();
   const std::type_info* actor_class = &typeid(*actor);
@@ -358,6 +360,9 @@ void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
     if (type == kEvBootstrap && !actor->bootstrapped_) {
       actor->bootstrapped_ = true;
       actor->Bootstrap();
+    } else if (kWithExtras && actor->extras_ != nullptr &&
+               actor->extras_->TryComplete(actor->self_, ev)) {
+      // An ask's answer: its continuation ran (or it came too late and was dropped).
     } else {
       (actor->*(actor->state_))(ev);
     }
@@ -380,35 +385,35 @@ void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
   }
 }
 
-void Runtime::DispatchSuspendable(Mailbox* mailbox, Actor* actor, EventHandlePtr ev,
-                                  HandlerTrace* trace) {
+void Runtime::DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, HandlerTrace* trace) {
   const EventType type = ev->type();
   if (type == kEvSuspend) {
     actor->Suspend();
     return;
   }
-  Suspension* suspension = actor->suspension_;
+  ActorExtras* extras = actor->extras_;
   if (type == kEvResume) {
-    if (suspension == nullptr || suspension->count == 0) {
+    if (extras == nullptr || extras->suspend_count == 0) {
       TROUPE_LOG(kWarn, kActors) << "actor " << actor->self_
                                  << " got a resume but is not suspended; ignored";
       return;
     }
-    if (--suspension->count > 0) {
+    if (--extras->suspend_count > 0) {
       return;
     }
     // The held events are older than anything still queued: handle them now, in order, unless a
     // handler suspends the actor again or ends it.
-    while (suspension->count == 0 && !suspension->held.empty() && !actor->passed_away_) {
-      EventHandlePtr held = std::move(suspension->held.front());
-      suspension->held.pop_front();
-      Handle(actor, held, trace);
+    while (extras->suspend_count == 0 && !extras->held.empty() && !actor->passed_away_) {
+      EventHandlePtr held = std::move(extras->held.front());
+      extras->held.pop_front();
+      Handle<true>(actor, held, trace);
     }
-  } else if (suspension->count > 0) {
-    suspension->held.push_back(std::move(ev));
+  } else if (extras->suspend_count > 0) {
+    // Answers to asks wait too: a suspended actor runs nothing, continuations included.
+    extras->held.push_back(std::move(ev));
     return;
   } else {
-    Handle(actor, ev, trace);
+    Handle<true>(actor, ev, trace);
   }
   if (actor->passed_away_) {
     Destroy(mailbox, actor);
@@ -488,11 +493,15 @@ ActorId Runtime::RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> ac
 
 void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
   const uint32_t hint = actor->self_.hint();
-  if (actor->suspension_ != nullptr) {
-    // Held events are reported as if they had still been queued.
-    std::deque<EventHandlePtr> held = std::move(actor->suspension_->held);
+  if (actor->extras_ != nullptr) {
+    // Held events are reported as if they had still been queued; pending asks end unanswered
+    // (their timers would only reach a dead actor).
+    std::deque<EventHandlePtr> held = std::move(actor->extras_->held);
     for (EventHandlePtr& ev : held) {
       Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
+    }
+    for (auto& [id, pending] : actor->extras_->asks) {
+      pending.timeout.Cancel();
     }
   }
   mailbox->DetachActor(actor);

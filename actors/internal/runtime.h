@@ -50,13 +50,6 @@ class ActorSystem;
 
 namespace troupe::internal {
 
-// An actor's suspension (Actor::suspension_): how many resumes it needs and the events held
-// meanwhile, oldest first.
-struct Suspension {
-  uint32_t count = 0;
-  std::deque<EventHandlePtr> held;
-};
-
 class Runtime {
  public:
   // `config` must be validated and have defaults filled in. With a `driver` (see driver.h) no
@@ -190,10 +183,13 @@ class Runtime {
     return worker != nullptr && worker->runtime == this ? &worker->hints : nullptr;
   }
   void Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hint);
-  // Runs `actor`'s handler for `ev` (Bootstrap included), catching what it throws.
+  // Runs `actor`'s handler for `ev` (Bootstrap included), catching what it throws. kWithExtras:
+  // the actor may have pending asks, and `ev` may answer one (its continuation runs instead).
+  template <bool kWithExtras>
   void Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace);
-  // Dispatch for EvSuspend, EvResume and the events of an actor that has been suspended.
-  void DispatchSuspendable(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, HandlerTrace* trace);
+  // Dispatch for EvSuspend, EvResume and the events of an actor with extras (internal/asks.h):
+  // suspended, or with asks pending.
+  void DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, HandlerTrace* trace);
   void Destroy(Mailbox* mailbox, Actor* actor);
   // Reports handlers stuck past their pool's threshold; wakes workers to take work a stuck worker
   // holds. Runs on its own thread when a pool has a threshold or more than one worker.

@@ -72,6 +72,7 @@
 #include "actors/actor_system.h"
 #include "actors/event.h"
 #include "actors/events.h"
+#include "actors/scoped_actor.h"
 #include "actors/sync.h"
 #include "actors/testing/actors.h"
 #include "bench/sanitized.h"
@@ -332,6 +333,108 @@ BENCHMARK(BM_PingPong)
     ->ArgsProduct({{1, 4}, WorkerCounts()})
     ->UseRealTime()
     ->MeasureProcessCPUTime();
+
+// -- ask -----------------------------------------------------------------------------------------
+
+// Answers every EvBall with a new EvBall, by Reply.
+class BallReplier : public troupe::Actor {
+ public:
+  BallReplier() : Actor(&BallReplier::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() == kEvBall) {
+      Reply(ev, std::make_unique<EvBall>());
+    } else {
+      Unhandled(ev);
+    }
+  }
+};
+
+// On EvStart{n}: asks the replier n times in a row (each Ask waits for the previous reply), then
+// arrives at the completion. An ask's round trip: the request, the reply, the timeout armed and
+// cancelled, the continuation.
+class AskPinger : public troupe::Actor {
+ public:
+  explicit AskPinger(troupe::ActorId replier) : Actor(&AskPinger::StateWork), replier_(replier) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvStart, HandleStart);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandleStart(troupe::EventPtr<EvStart> ev) {
+    remaining_ = ev.Get()->count;
+    completion_ = std::move(ev.Get()->completion);
+    Next();
+  }
+
+  void Next() {
+    if (remaining_ == 0) {
+      completion_->Arrive();
+      completion_.reset();
+      return;
+    }
+    --remaining_;
+    Ask<EvBall>(replier_, std::make_unique<EvBall>(), absl::Seconds(10),
+                [this](const absl::StatusOr<troupe::EventPtr<EvBall>>& reply) {
+                  if (!reply.ok()) {
+                    std::fprintf(stderr, "BM_Ask: %s\n", reply.status().ToString().c_str());
+                  }
+                  Next();
+                });
+  }
+
+  const troupe::ActorId replier_;
+  uint64_t remaining_ = 0;
+  std::shared_ptr<Completion> completion_;
+};
+
+// Asks/s of `pairs` concurrent asker-replier pairs; one item is one ask answered. Compare with
+// BM_PingPong (the same round trip by hand-forwarded events).
+void BM_Ask(benchmark::State& state) {
+  const int pairs = static_cast<int>(state.range(0));
+  std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(1));
+  if (system == nullptr) {
+    return;
+  }
+  std::vector<troupe::ActorId> askers;
+  askers.reserve(pairs);
+  for (int i = 0; i < pairs; ++i) {
+    const troupe::ActorId replier = system->Register(std::make_unique<BallReplier>());
+    askers.push_back(system->Register(std::make_unique<AskPinger>(replier)));
+  }
+  RunSplitBatches(state, system, askers, "BM_Ask");
+}
+BENCHMARK(BM_Ask)
+    ->ArgNames({"pairs", "workers"})
+    ->ArgsProduct({{1}, WorkerCounts()})
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// Asks/s from a plain thread, each waited for (troupe::Ask(...).get()): a one-shot actor
+// registered, the request, the reply, the promise fulfilled and the actor ended, per item.
+void BM_ThreadAsk(benchmark::State& state) {
+  std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(0));
+  if (system == nullptr) {
+    return;
+  }
+  const troupe::ActorId replier = system->Register(std::make_unique<BallReplier>());
+  for (auto _ : state) {
+    absl::StatusOr<std::unique_ptr<EvBall>> reply =
+        troupe::Ask<EvBall>(*system, replier, std::make_unique<EvBall>(), absl::Seconds(10)).get();
+    if (!reply.ok()) {
+      state.SkipWithError(reply.status().ToString().c_str());
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ThreadAsk)->ArgName("workers")->ArgsProduct({WorkerCounts()})->UseRealTime();
 
 // -- self-send -----------------------------------------------------------------------------------
 
