@@ -4,7 +4,7 @@
 #include "absl/strings/str_format.h"
 
 #include "actors/actor_system.h"
-#include "actors/internal/asks.h"
+#include "actors/internal/extras.h"
 #include "actors/internal/runtime.h"
 #include "actors/log.h"
 
@@ -40,6 +40,27 @@ uint64_t Actor::AskErased(const ActorId& to, std::unique_ptr<EventBase> request,
   pending.timeout = Schedule(timeout, std::make_unique<EvAskTimeout>(), id);
   Send(to, std::move(request), kTrackDelivery, id);
   return id;
+}
+
+void Actor::Watch(const ActorId& target) {
+  if (target == self_ || !Extras().watching.insert(target).second) {
+    return;
+  }
+  if (target.IsEmpty()) {
+    Send(self_, std::make_unique<EvTerminated>(target, TerminationReason::kNotFound));
+    return;
+  }
+  // A remote watch subscribes to the session, whose end reports the target kNodeLost.
+  const NodeId node = target.node_id();
+  const bool remote = node != 0 && node != system_->node_id();
+  Send(target, std::make_unique<EvWatch>(target), remote ? kSubscribeOnSession : kNoFlags);
+}
+
+void Actor::Unwatch(const ActorId& target) {
+  if (extras_ == nullptr || extras_->watching.erase(target) == 0 || target.IsEmpty()) {
+    return;
+  }
+  Send(target, std::make_unique<EvUnwatch>(target));
 }
 
 void Actor::Unhandled(EventHandlePtr& ev) {

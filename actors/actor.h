@@ -203,6 +203,29 @@ class Actor : public internal::SmallPooled {
     Send(request->sender(), std::move(response), flags, request->cookie());
   }
 
+  // -- watching ----------------------------------------------------------------------------------
+  //
+  // Watch(target) delivers exactly one EvTerminated{target, reason} (events.h) to this actor when
+  // `target` ends, whatever happens:
+  //   | what happened                                               | reason     |
+  //   |-------------------------------------------------------------|------------|
+  //   | it ended (PassAway, EvPoison, stopped by its parent)        | kStopped   |
+  //   | a handler threw and it was not restarted                    | kFailed    |
+  //   | it had already ended, or never existed, when the watch came | kNotFound  |
+  //   | its node died, or this node's session to it ended           | kNodeLost  |
+  // `target` in the notice is the id passed to Watch (a service id stays one: the watch is on the
+  // actor the service named when the watch arrived). Watching an actor twice is one watch;
+  // watching itself does nothing. After kNodeLost the target may still be alive on its node:
+  // watching it again after a new session is this actor's choice. Unwatch(target) means no
+  // EvTerminated for it comes later (not even one already on its way). Watches end with either
+  // side: a target keeps no record of a watcher that ended, nor a watcher of a target that did.
+  //
+  //   Watch(worker);
+  //   ...
+  //   case kEvTerminated: Restart(ev->Get<EvTerminated>()->target()); break;
+  void Watch(const ActorId& target);
+  void Unwatch(const ActorId& target);
+
   // Returns the node's clock (simulated under the deterministic test runtime; see
   // ActorSystem::Now). Use it rather than absl::Now() for anything a test should control.
   absl::Time Now() const;
@@ -228,7 +251,7 @@ class Actor : public internal::SmallPooled {
   ActorId self_;
   Actor* next_in_mailbox_ = nullptr;
   internal::Mailbox* mailbox_ = nullptr;
-  // Suspension and pending asks (internal/asks.h): allocated by the first Suspend or Ask, freed
+  // Suspension and pending asks (internal/extras.h): allocated by the first Suspend or Ask, freed
   // by the destructor (owned; a raw pointer because the type is internal). The runtime's dispatch
   // only checks it for null on its fast path.
   internal::ActorExtras* extras_ = nullptr;

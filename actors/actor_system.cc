@@ -161,6 +161,18 @@ absl::Status ActorSystem::Resume(const ActorId& actor) {
   return absl::OkStatus();
 }
 
+void ActorSystem::SubscribeDeadLetters(const ActorId& listener) {
+  runtime_->SubscribeDeadLetters(listener);
+}
+
+void ActorSystem::UnsubscribeDeadLetters(const ActorId& listener) {
+  runtime_->UnsubscribeDeadLetters(listener);
+}
+
+std::vector<DeadLetterCount> ActorSystem::DeadLetterCounts() const {
+  return runtime_->DeadLetterCounts();
+}
+
 absl::Status ActorSystem::RegisterService(const ActorId& service, const ActorId& actor) {
   if (!actor.IsEmpty() && !actor.IsService() && actor.node_id() != 0 &&
       actor.node_id() != runtime_->node_id()) {

@@ -147,6 +147,25 @@ class ActorSystem {
   // newer ones. A resume of an actor that is not suspended is logged and ignored.
   absl::Status Resume(const ActorId& actor);
 
+  // -- dead letters -----------------------------------------------------------------------------
+  //
+  // An event that cannot be delivered and that nobody tracks (no kTrackDelivery, no forward
+  // target) is a dead letter: it is counted by type and reason (DeadLetterCounts, and the metric
+  // troupe_dead_letters_total{type,reason}), logged at info level with sender, recipient and type
+  // (10 lines a second at most; the next line says how many were not logged), and each
+  // subscribed listener gets an EvDeadLetter describing it (the event itself is freed).
+  //
+  //   system->SubscribeDeadLetters(auditor);   // auditor handles kEvDeadLetter
+  //
+  // A listener that ends is unsubscribed by the first EvDeadLetter that cannot reach it. The
+  // runtime's own notices (watches, EvTerminated, EvDeadLetter) are never dead letters.
+
+  // Subscribes the local actor `listener` (again: no effect).
+  void SubscribeDeadLetters(const ActorId& listener);
+  void UnsubscribeDeadLetters(const ActorId& listener);
+  // Returns the dead letters counted so far by event type and reason, ordered by type.
+  std::vector<DeadLetterCount> DeadLetterCounts() const;
+
   // -- services ---------------------------------------------------------------------------------
 
   // Maps a ServiceId to a local actor (replacing an earlier mapping; an empty actor removes it).

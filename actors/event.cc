@@ -149,4 +149,45 @@ std::string EvUndelivered::ToString() const {
                          unsure ? ", unsure" : "");
 }
 
+const char* TerminationReasonName(TerminationReason reason) {
+  switch (reason) {
+    case TerminationReason::kStopped:
+      return "stopped";
+    case TerminationReason::kFailed:
+      return "failed";
+    case TerminationReason::kNodeLost:
+      return "node-lost";
+    case TerminationReason::kNotFound:
+      return "not-found";
+  }
+  return "unknown";
+}
+
+namespace internal {
+
+proto::ActorIdWire ToWire(const ActorId& id) {
+  proto::ActorIdWire wire;
+  wire.set_local_id(id.local_id());
+  wire.set_hint(id.hint());
+  wire.set_node_word(id.node_word());
+  return wire;
+}
+
+ActorId FromWire(const proto::ActorIdWire& wire) {
+  return ActorId::FromRaw(wire.local_id(), wire.hint(), wire.node_word());
+}
+
+}  // namespace internal
+
+std::string EvTerminated::ToString() const {
+  return absl::StrFormat("terminated(%s, %s)", target().ToString(),
+                         TerminationReasonName(reason()));
+}
+
+std::string EvDeadLetter::ToString() const {
+  return absl::StrFormat("dead-letter(%s, event 0x%08x from %s to %s cookie %u)",
+                         UndeliveredReasonName(reason), type, sender.ToString(),
+                         recipient.ToString(), cookie);
+}
+
 }  // namespace troupe

@@ -14,6 +14,11 @@
 //   held in arrival order, not handled; n suspends need n resumes, and the last resume handles the
 //   held events, in order, before anything newer. They are local events (not sent across nodes).
 //   In a kPriority mailbox they are system events and so overtake queued ordinary events.
+// - `EvWatch`/`EvUnwatch` (Actor::Watch, Actor::Unwatch) are handled by the runtime too; the
+//   watcher gets one `EvTerminated{target, reason}` when the target ends (actors/actor.h).
+// - `EvAskTimeout` ends an Actor::Ask that got no answer; the runtime consumes it.
+// - `EvDeadLetter` describes an event nobody could receive to the listeners subscribed with
+//   ActorSystem::SubscribeDeadLetters.
 //
 // Thread-safety: value types; thread-compatible.
 #pragma once
@@ -23,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "actors/actor_id.h"
 #include "actors/event.h"
 #include "proto/events.pb.h"
 
@@ -35,8 +41,12 @@ enum SystemEventType : EventType {
   kEvUndelivered,
   kEvSuspend,
   kEvResume,
+  kEvWatch,
+  kEvUnwatch,
   // An Ask's deadline (Actor::Ask): the request id is the event's cookie.
   kEvAskTimeout,
+  kEvTerminated,
+  kEvDeadLetter,
   kEvSystemEnd,
 };
 static_assert(InEventSpace(kEvSystemEnd - 1, kSystemEventSpace), "system events overflow");
@@ -82,6 +92,80 @@ struct EvWakeup final : EventLocal<EvWakeup, kEvWakeup> {
 struct EvSuspend final : EventLocal<EvSuspend, kEvSuspend> {};
 struct EvResume final : EventLocal<EvResume, kEvResume> {};
 struct EvAskTimeout final : EventLocal<EvAskTimeout, kEvAskTimeout> {};
+
+// Why a watched actor is gone (EvTerminated).
+enum class TerminationReason : uint32_t {
+  // It ended itself (PassAway, EvPoison) or its parent stopped it.
+  kStopped = 1,
+  // A handler (or Bootstrap) threw and nothing restarted it.
+  kFailed = 2,
+  // Its node died, or the session to its node ended: it may still be alive there.
+  kNodeLost = 3,
+  // No such actor when the watch arrived: it had already ended, or never existed.
+  kNotFound = 4,
+};
+
+// Returns "stopped", "failed", "node-lost", "not-found" ("unknown" for other values); static
+// storage, like UndeliveredReasonName.
+const char* TerminationReasonName(TerminationReason reason);
+
+namespace internal {
+proto::ActorIdWire ToWire(const ActorId& id);
+ActorId FromWire(const proto::ActorIdWire& wire);
+}  // namespace internal
+
+// Actor::Watch and Actor::Unwatch send these; the runtime handles them, no state function sees
+// them. They cross nodes.
+struct EvWatch final : EventPB<EvWatch, proto::Watch, kEvWatch> {
+  EvWatch() = default;
+  explicit EvWatch(const ActorId& target) { *record.mutable_target() = internal::ToWire(target); }
+  ActorId target() const { return internal::FromWire(record.target()); }
+};
+struct EvUnwatch final : EventPB<EvUnwatch, proto::Watch, kEvUnwatch> {
+  EvUnwatch() = default;
+  explicit EvUnwatch(const ActorId& target) { *record.mutable_target() = internal::ToWire(target); }
+  ActorId target() const { return internal::FromWire(record.target()); }
+};
+
+// A watched actor has ended (Actor::Watch): `target()` is the id the watcher passed to Watch.
+// Each Watch yields exactly one, unless Unwatch came first.
+struct EvTerminated final : EventPB<EvTerminated, proto::Terminated, kEvTerminated> {
+  EvTerminated() = default;
+  EvTerminated(const ActorId& target, TerminationReason reason) {
+    *record.mutable_target() = internal::ToWire(target);
+    record.set_reason(static_cast<uint32_t>(reason));
+  }
+  ActorId target() const { return internal::FromWire(record.target()); }
+  TerminationReason reason() const { return static_cast<TerminationReason>(record.reason()); }
+  std::string ToString() const override;
+};
+
+// An event that could not be delivered and that nobody tracked (a dead letter), as a listener
+// subscribed with ActorSystem::SubscribeDeadLetters learns of it. The event itself is gone; this
+// describes it. Local: listeners live on the node that dropped the event.
+struct EvDeadLetter final : EventLocal<EvDeadLetter, kEvDeadLetter> {
+  EvDeadLetter(const EventHandle& lost, UndeliveredReason reason_value)
+      : sender(lost.sender()),
+        recipient(lost.recipient()),
+        type(lost.type()),
+        cookie(lost.cookie()),
+        reason(reason_value) {}
+  std::string ToString() const override;
+
+  ActorId sender;
+  ActorId recipient;
+  EventType type;
+  uint64_t cookie;
+  UndeliveredReason reason;
+};
+
+// Dead letters counted so far for one event type and reason (ActorSystem::DeadLetterCounts).
+struct DeadLetterCount {
+  // 0 for the "other" bucket (see actors/internal/dead_letters.h).
+  EventType type = 0;
+  UndeliveredReason reason = UndeliveredReason::kActorNotFound;
+  uint64_t count = 0;
+};
 
 // Plain fields for handlers; it crosses nodes as proto::Undelivered (a sender on another node
 // must learn about its lost event too).

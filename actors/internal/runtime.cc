@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 
 #include "actors/check.h"
-#include "actors/internal/asks.h"
+#include "actors/internal/extras.h"
 #include "actors/log.h"
 
 namespace troupe::internal {
@@ -307,6 +307,11 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
     Send(std::move(ev));
     return;
   }
+  static_assert(kEvUnwatch == kEvWatch + 1 && kEvDeadLetter == kEvTerminated + 1);
+  if (ev->type() - kEvWatch <= 1 || ev->type() - kEvTerminated <= 1) [[unlikely]] {
+    LostSystemEvent(*this, std::move(ev), reason);
+    return;
+  }
   const bool report =
       ev->HasFlag(kTrackDelivery) || (unsure && ev->HasFlag(kGenerateUnsureUndelivered));
   const size_t index = static_cast<size_t>(reason) < kReasons ? static_cast<size_t>(reason) : 0;
@@ -321,8 +326,13 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
     return;
   }
   dropped_[index].fetch_add(1, std::memory_order_relaxed);
-  TROUPE_LOG(kDebug, kActors) << "dropped (" << UndeliveredReasonName(reason)
-                              << "): " << ev->ToString();
+  if (stopped()) {
+    return;  // the events a stopping node frees are not dead letters
+  }
+  for (const ActorId& listener : dead_letters_.Record(*ev, reason, Now())) {
+    Send(std::make_unique<EventHandle>(listener, ActorId(),
+                                       std::make_unique<EvDeadLetter>(*ev, reason), kNoFlags, 0));
+  }
 }
 
 void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace) {
@@ -331,8 +341,9 @@ void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace)
     Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
     return;
   }
-  static_assert(kEvResume == kEvSuspend + 1);
-  if (ev->type() - kEvSuspend <= 1 || actor->extras_ != nullptr) [[unlikely]] {
+  static_assert(kEvResume == kEvSuspend + 1 && kEvWatch == kEvSuspend + 2 &&
+                kEvUnwatch == kEvSuspend + 3);
+  if (ev->type() - kEvSuspend <= 3 || actor->extras_ != nullptr) [[unlikely]] {
     DispatchSlow(mailbox, actor, std::move(ev), trace);
     return;
   }
@@ -361,8 +372,8 @@ void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
       actor->bootstrapped_ = true;
       actor->Bootstrap();
     } else if (kWithExtras && actor->extras_ != nullptr &&
-               actor->extras_->TryComplete(actor->self_, ev)) {
-      // An ask's answer: its continuation ran (or it came too late and was dropped).
+               actor->extras_->Consume(*this, actor->self_, ev)) {
+      // An ask's answer (its continuation ran) or a notice no longer wanted.
     } else {
       (actor->*(actor->state_))(ev);
     }
@@ -372,12 +383,18 @@ void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
         e.what());
     failed_actors_.fetch_add(1, std::memory_order_relaxed);
     actor->passed_away_ = true;
+    if (actor->extras_ != nullptr) {
+      actor->extras_->failed = true;
+    }
   } catch (...) {
     TROUPE_LOG(kError, kActors) << absl::StrFormat(
         "actor %s ended: non-standard exception from handler of event 0x%08x",
         actor->self_.ToString(), type);
     failed_actors_.fetch_add(1, std::memory_order_relaxed);
     actor->passed_away_ = true;
+    if (actor->extras_ != nullptr) {
+      actor->extras_->failed = true;
+    }
   }
   tls_log_scope = scope.previous;
   if (trace != nullptr) {
@@ -389,6 +406,13 @@ void Runtime::DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, Ha
   const EventType type = ev->type();
   if (type == kEvSuspend) {
     actor->Suspend();
+    return;
+  }
+  if (type == kEvWatch || type == kEvUnwatch) {
+    // Bookkeeping, done at once even while suspended.
+    if (type == kEvWatch || actor->extras_ != nullptr) {
+      actor->Extras().OnWatchRequest(actor->self_, *ev);
+    }
     return;
   }
   ActorExtras* extras = actor->extras_;
@@ -503,6 +527,7 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
     for (auto& [id, pending] : actor->extras_->asks) {
       pending.timeout.Cancel();
     }
+    actor->extras_->Farewell(*this, actor->self_);
   }
   mailbox->DetachActor(actor);
   classes_.Get(typeid(*actor)).AddLive(-1);

@@ -33,6 +33,7 @@
 
 #include "actors/actor.h"
 #include "actors/internal/class_stats.h"
+#include "actors/internal/dead_letters.h"
 #include "actors/internal/driver.h"
 #include "actors/internal/executor_pool.h"
 #include "actors/internal/mailbox_table.h"
@@ -94,6 +95,10 @@ class Runtime {
     return scheduler_->Schedule(delay, std::move(ev));
   }
   absl::Time Now() const { return driver_ != nullptr ? driver_->Now() : absl::Now(); }
+  // The dead-letter sink's listeners and counts (see ActorSystem::SubscribeDeadLetters).
+  void SubscribeDeadLetters(const ActorId& listener) { dead_letters_.Subscribe(listener); }
+  void UnsubscribeDeadLetters(const ActorId& listener) { dead_letters_.Unsubscribe(listener); }
+  std::vector<DeadLetterCount> DeadLetterCounts() const { return dead_letters_.Counts(); }
   // Installs the router for recipients on other nodes (see actors/node_hooks.h).
   void set_remote_router(std::shared_ptr<RemoteRouter> router) {
     // release: pairs with the acquire in RouteThroughRouter; a sender that sees the router sees
@@ -184,10 +189,10 @@ class Runtime {
   }
   void Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hint);
   // Runs `actor`'s handler for `ev` (Bootstrap included), catching what it throws. kWithExtras:
-  // the actor may have pending asks, and `ev` may answer one (its continuation runs instead).
+  // the actor may have extras, which may consume `ev` (ActorExtras::Consume).
   template <bool kWithExtras>
   void Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace);
-  // Dispatch for EvSuspend, EvResume and the events of an actor with extras (internal/asks.h):
+  // Dispatch for EvSuspend, EvResume and the events of an actor with extras (internal/extras.h):
   // suspended, or with asks pending.
   void DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, HandlerTrace* trace);
   void Destroy(Mailbox* mailbox, Actor* actor);
@@ -209,6 +214,8 @@ class Runtime {
   mutable MetricsRegistry metrics_;
   // Live actors and sampled events per class (publishes into metrics_).
   ClassTable classes_{&metrics_};
+  // Dropped events by type and reason, their log lines (10 a second) and listeners.
+  DeadLetters dead_letters_{&metrics_, 10};
   uint32_t default_pool_ = 0;
   // Each pool's `default_mailbox`, by pool index.
   std::vector<MailboxKind> pool_mailbox_;

@@ -3,10 +3,12 @@
 // Asks across nodes over loopback TCP: a thread on node 1 asks a service on node 2 and gets the
 // typed reply; a request to a service node 2 does not have comes back Unavailable; an ask to a
 // node that has stopped ends (Unavailable or DeadlineExceeded), never hangs; a ScopedActor on
-// node 1 gets the replies of node 2 at its own id.
+// node 1 gets the replies of node 2 at its own id. Watches across nodes: a watched service on
+// node 2 that is poisoned is reported stopped, a target whose node shuts down node-lost.
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -17,6 +19,7 @@
 
 #include "actors/actor.h"
 #include "actors/actor_id.h"
+#include "actors/events.h"
 #include "actors/scoped_actor.h"
 #include "interconnect/node.h"
 #include "ut/actors/test_util.h"
@@ -45,6 +48,65 @@ class Incrementer final : public Actor {
   }
   void Handle(EventPtr<EvIcData> ev) { Reply(ev, MakeData(ev.Get()->record.seq() + 1)); }
 };
+
+// Watches its targets and forwards each EvTerminated to `report_to`.
+class WatchForwarder final : public Actor {
+ public:
+  WatchForwarder(std::vector<ActorId> targets, ActorId report_to)
+      : Actor(&WatchForwarder::StateWork), targets_(std::move(targets)), report_to_(report_to) {}
+
+ private:
+  void Bootstrap() override {
+    for (const ActorId& target : targets_) {
+      Watch(target);
+    }
+  }
+  TROUPE_STATE(StateWork) {
+    if (ev->type() == kEvTerminated) {
+      Forward(ev, report_to_);
+    } else {
+      Unhandled(ev);
+    }
+  }
+
+  std::vector<ActorId> targets_;
+  ActorId report_to_;
+};
+
+TEST(RemoteWatchTest, ARemoteTargetThatStopsAndOneWhoseNodeShutsDownAreEachReportedOnce) {
+  testutil::LoopbackPorts ports(2);
+  std::unique_ptr<Node> one = StartNode(ports.ConfigFor(1, "watch"));
+  std::unique_ptr<Node> two = StartNode(ports.ConfigFor(2, "watch"));
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(two, nullptr);
+  const ActorId victim = ServiceId("victim", 2);
+  ASSERT_TRUE(two->system()
+                  .RegisterService(victim, two->system().Register(std::make_unique<Incrementer>()))
+                  .ok());
+  const ActorId survivor = two->system().Register(std::make_unique<Incrementer>());
+  ASSERT_TRUE(one->WaitForPeer(2, testutil::WaitTimeout()).ok());
+
+  ScopedActor inbox(one->system());
+  one->system().Register(
+      std::make_unique<WatchForwarder>(std::vector<ActorId>{victim, survivor}, inbox.id()));
+  // The watch is in place once a request sent after it was answered (same link, in order).
+  ASSERT_TRUE(
+      Ask<EvIcData>(one->system(), victim, MakeData(1), testutil::WaitTimeout()).get().ok());
+  one->system().Send(victim, std::make_unique<EvPoison>());
+  EventHandlePtr notice = inbox.Receive(testutil::WaitTimeout());
+  ASSERT_NE(notice, nullptr);
+  ASSERT_NE(notice->Get<EvTerminated>(), nullptr);
+  EXPECT_EQ(notice->Get<EvTerminated>()->target(), victim);
+  EXPECT_EQ(notice->Get<EvTerminated>()->reason(), TerminationReason::kStopped);
+
+  two->Shutdown(absl::Seconds(5));
+  notice = inbox.Receive(testutil::WaitTimeout());
+  ASSERT_NE(notice, nullptr);
+  ASSERT_NE(notice->Get<EvTerminated>(), nullptr);
+  EXPECT_EQ(notice->Get<EvTerminated>()->target(), survivor);
+  EXPECT_EQ(notice->Get<EvTerminated>()->reason(), TerminationReason::kNodeLost);
+  EXPECT_EQ(inbox.Receive(absl::Milliseconds(100)), nullptr);
+}
 
 TEST(RemoteAskTest, AThreadAsksAServiceOnAnotherNode) {
   testutil::LoopbackPorts ports(2);

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// What an actor keeps beyond its state only once it needs it (allocated on first use, freed with
+// the actor): its suspension (Actor::Suspend), its pending asks (Actor::Ask), the actors it
+// watches and those that watch it (Actor::Watch). The dispatcher takes its slow path for an actor
+// that has them, so actors that do none of this pay one null check per event.
+//
+// Watching: the watcher remembers each target as it named it and sends it EvWatch (subscribed to
+// the session when the target is remote); the target remembers its watchers. When the target
+// ends, Farewell sends each watcher EvTerminated; when the watcher ends, it sends each target
+// EvUnwatch, so neither side keeps a watch past the other. An EvWatch that cannot be delivered
+// comes back as EvTerminated (LostSystemEvent): kNotFound when no actor took it, kNodeLost when it
+// did not reach the node. When the watcher's session to a node ends, every target on that node is
+// reported kNodeLost. The watcher passes an EvTerminated to its state function only while it
+// still watches that target, which makes it exactly one per Watch.
+//
+// An ask's request id is the request's cookie, with kAskCookieBit set; the reply, the
+// Undelivered notice and the EvAskTimeout all carry it back. TryComplete consumes every event
+// with such a cookie: the first one to come completes the ask, the later ones (a reply after
+// the timeout, a timeout after the reply) are dropped.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+
+#include "actors/actor.h"
+#include "actors/actor_id.h"
+#include "actors/event.h"
+#include "actors/events.h"
+#include "actors/timer.h"
+
+namespace troupe::internal {
+
+class Runtime;
+
+// Set in the cookie of every ask's request (and so of its reply).
+inline constexpr uint64_t kAskCookieBit = uint64_t{1} << 63;
+
+struct PendingAsk {
+  // Gets the reply (status OK) or the reason there is none (the handle is then the notice that
+  // ended the ask: an EvUndelivered or EvAskTimeout).
+  AskContinuation done;
+  TimerCookie timeout;
+  ActorId to;
+  EventType request_type = 0;
+};
+
+struct ActorExtras {
+  // Suspension: resumes still needed, and the events held meanwhile, in order.
+  uint32_t suspend_count = 0;
+  std::deque<EventHandlePtr> held;
+  // Asks by request id.
+  absl::flat_hash_map<uint64_t, PendingAsk> asks;
+  uint64_t last_ask = 0;
+  // The targets this actor watches, as it named them.
+  absl::flat_hash_set<ActorId> watching;
+  // This actor's watchers, each with the id it watches this actor as.
+  absl::flat_hash_map<ActorId, ActorId> watchers;
+  // A handler threw: the actor ends as TerminationReason::kFailed.
+  bool failed = false;
+
+  // Takes what the runtime handles before the state function: an ask's answer (the
+  // continuation runs), an EvTerminated for a target no longer watched (dropped). Reports the
+  // targets on a node whose session ended (EvNodeDisconnected, which the state function still
+  // gets). Returns true when `ev` was consumed.
+  bool Consume(Runtime& runtime, const ActorId& self, EventHandlePtr& ev);
+  // Completes the ask `ev` answers, if `ev` carries an ask's cookie; returns false for any other
+  // event. Runs the continuation on the calling (handler) thread.
+  bool TryComplete(const ActorId& self, EventHandlePtr& ev);
+  // Records or removes the watcher that sent `ev` (an EvWatch or EvUnwatch).
+  void OnWatchRequest(const ActorId& self, EventHandle& ev);
+  // For an actor that ends: tells its watchers, unwatches its targets.
+  void Farewell(Runtime& runtime, const ActorId& self);
+};
+
+// Applies delivery rule 3 to the runtime's own events (EvWatch, EvUnwatch, EvTerminated,
+// EvDeadLetter), which are never dead letters: a lost EvWatch becomes the watcher's EvTerminated,
+// a lost EvDeadLetter unsubscribes its listener, the others end silently.
+void LostSystemEvent(Runtime& runtime, EventHandlePtr ev, UndeliveredReason reason);
+
+}  // namespace troupe::internal
