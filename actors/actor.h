@@ -55,6 +55,8 @@
 namespace troupe {
 
 class ActorSystem;
+template <typename ReplyEvent>
+class AskAwaiter;
 
 namespace internal {
 class Mailbox;
@@ -192,6 +194,12 @@ class Actor : public internal::SmallPooled {
           }
         });
   }
+  // The same as a coroutine's `co_await` (include actors/coroutine.h, which says what the actor
+  // does while the coroutine waits): yields the reply as absl::StatusOr<std::unique_ptr<
+  // ReplyEvent>>, or the errors above.
+  template <typename ReplyEvent>
+  AskAwaiter<ReplyEvent> AskAsync(const ActorId& to, std::unique_ptr<EventBase> request,
+                                  absl::Duration timeout);
   // Sends `response` to the sender of `request` with the request's cookie: the answer an Ask
   // matches. (Also fine for requests that were not asks.)
   void Reply(const EventHandlePtr& request, std::unique_ptr<EventBase> response,
@@ -240,6 +248,8 @@ class Actor : public internal::SmallPooled {
  private:
   friend class internal::Mailbox;
   friend class internal::Runtime;
+  template <typename ReplyEvent>
+  friend class AskAwaiter;
 
   uint64_t AskErased(const ActorId& to, std::unique_ptr<EventBase> request, absl::Duration timeout,
                      internal::AskContinuation done);

@@ -210,6 +210,9 @@ void Runtime::Stop() {
     while (Actor* actor = mailbox->first_actor()) {
       mailbox->DetachActor(actor);
       classes_.Get(typeid(*actor)).AddLive(-1);
+      if (actor->extras_ != nullptr) {
+        actor->extras_->asks.clear();  // waiting coroutines end while their actor is whole
+      }
       delete actor;
     }
   }
@@ -527,6 +530,9 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
     for (auto& [id, pending] : actor->extras_->asks) {
       pending.timeout.Cancel();
     }
+    // Continuations die here, not in ~Actor: a waiting coroutine's frame is destroyed while its
+    // actor is whole.
+    actor->extras_->asks.clear();
     actor->extras_->Farewell(*this, actor->self_);
   }
   mailbox->DetachActor(actor);
