@@ -31,7 +31,8 @@ void Actor::Reply(const EventHandlePtr& request, std::unique_ptr<EventBase> resp
 uint64_t Actor::AskErased(const ActorId& to, std::unique_ptr<EventBase> request,
                           absl::Duration timeout, internal::AskContinuation done) {
   internal::ActorExtras& extras = Extras();
-  const uint64_t id = internal::kAskCookieBit | ++extras.last_ask;
+  const uint64_t id =
+      internal::kAskCookieBit | internal::AskTag(self_) | (++extras.last_ask & 0xffffffffU);
   const EventType request_type = request->Type();
   internal::PendingAsk& pending = extras.asks[id];
   pending.done = std::move(done);
@@ -108,8 +109,18 @@ TimerCookie Actor::ScheduleWakeup(absl::Duration delay, uint64_t tag) const {
 
 absl::Time Actor::Now() const { return system_->runtime()->Now(); }
 
-ActorId Actor::Register(std::unique_ptr<Actor> actor, RegisterOptions options) const {
-  return system_->runtime()->Register(std::move(actor), options);
+ActorId Actor::Register(std::unique_ptr<Actor> actor, RegisterOptions options) {
+  return system_->runtime()->Register(std::move(actor), options, options.detached ? nullptr : this);
+}
+
+ActorId Actor::RegisterChild(internal::ChildFactory factory, RegisterOptions options) {
+  std::unique_ptr<Actor> first = factory != nullptr ? factory() : nullptr;
+  if (first == nullptr) {
+    TROUPE_LOG(kError, kActors) << "actor " << self_
+                                << ": RegisterChild's factory made no actor; nothing registered";
+    return {};
+  }
+  return system_->runtime()->Register(std::move(first), options, this, std::move(factory));
 }
 
 ActorId Actor::RegisterWithSameMailbox(std::unique_ptr<Actor> actor) {

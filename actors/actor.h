@@ -50,10 +50,12 @@
 #include "actors/events.h"
 #include "actors/internal/small_alloc.h"
 #include "actors/mailbox_kind.h"
+#include "actors/supervision.h"
 #include "actors/timer.h"
 
 namespace troupe {
 
+class Actor;
 class ActorSystem;
 template <typename ReplyEvent>
 class AskAwaiter;
@@ -62,6 +64,9 @@ namespace internal {
 class Mailbox;
 class Runtime;
 struct ActorExtras;
+// Makes a new instance of a child for its supervisor's restarts (Actor::RegisterChild).
+using ChildFactory = absl::AnyInvocable<std::unique_ptr<Actor>()>;
+struct Children;
 // Called once with an ask's reply (OK) or the reason there is none (see Actor::Ask).
 using AskContinuation = absl::AnyInvocable<void(EventHandlePtr& reply, const absl::Status& error)>;
 // Returns `type` as log lines show it ("0x00010004").
@@ -74,6 +79,9 @@ struct RegisterOptions {
   std::optional<uint32_t> pool;
   // Mailbox kind (actors/mailbox_kind.h); kPoolDefault takes the pool's `default_mailbox`.
   MailboxKind mailbox = MailboxKind::kPoolDefault;
+  // Actor::Register only: true registers a top-level actor instead of a child of the caller
+  // (actors/supervision.h).
+  bool detached = false;
 };
 
 // Actors come from the same per-thread size-class pool as events (actors/internal/small_alloc.h):
@@ -240,10 +248,21 @@ class Actor : public internal::SmallPooled {
 
   // -- spawning --------------------------------------------------------------------------------
 
-  // Registers `actor` on its own new mailbox (see ActorSystem::Register).
-  ActorId Register(std::unique_ptr<Actor> actor, RegisterOptions options = {}) const;
+  // Registers `actor` on its own new mailbox (see ActorSystem::Register) as a child of this actor
+  // (unless options.detached): this actor supervises it and ends after it (actors/supervision.h).
+  ActorId Register(std::unique_ptr<Actor> actor, RegisterOptions options = {});
+  // Registers `factory()` as a child that a kRestart directive can replace by a new instance
+  // from `factory` (same id, same queue). Returns an empty id when the factory returns null.
+  ActorId RegisterChild(internal::ChildFactory factory, RegisterOptions options = {});
   // Registers `actor` on this actor's mailbox: the two never run in parallel and share a queue.
+  // It is a mailbox sibling, not a child: top-level, it outlives this actor if it must.
   ActorId RegisterWithSameMailbox(std::unique_ptr<Actor> actor);
+
+  // -- supervising ---------------------------------------------------------------------------
+
+  // How this actor treats its children's failures (actors/supervision.h). The default restarts a
+  // child registered with a factory and stops any other; override to choose.
+  virtual SupervisorStrategy supervisor_strategy() const { return {}; }
 
  private:
   friend class internal::Mailbox;
@@ -265,6 +284,8 @@ class Actor : public internal::SmallPooled {
   // by the destructor (owned; a raw pointer because the type is internal). The runtime's dispatch
   // only checks it for null on its fast path.
   internal::ActorExtras* extras_ = nullptr;
+  // The parent's children (and through them the parent's id); null for a top-level actor.
+  internal::Children* siblings_ = nullptr;
   bool passed_away_ = false;
   bool bootstrapped_ = false;
 };

@@ -16,6 +16,8 @@
 //   In a kPriority mailbox they are system events and so overtake queued ordinary events.
 // - `EvWatch`/`EvUnwatch` (Actor::Watch, Actor::Unwatch) are handled by the runtime too; the
 //   watcher gets one `EvTerminated{target, reason}` when the target ends (actors/actor.h).
+// - `EvSupervise`, `EvStop` and `EvChildFailed` carry supervision (actors/supervision.h) between a
+//   parent and its children; the runtime handles them.
 // - `EvAskTimeout` ends an Actor::Ask that got no answer; the runtime consumes it.
 // - `EvDeadLetter` describes an event nobody could receive to the listeners subscribed with
 //   ActorSystem::SubscribeDeadLetters.
@@ -43,10 +45,15 @@ enum SystemEventType : EventType {
   kEvResume,
   kEvWatch,
   kEvUnwatch,
+  // A parent's directive to a failed child, and a parent's order to end (actors/supervision.h).
+  kEvSupervise,
+  kEvStop,
   // An Ask's deadline (Actor::Ask): the request id is the event's cookie.
   kEvAskTimeout,
   kEvTerminated,
   kEvDeadLetter,
+  // A child's failure, for its parent's supervisor strategy (actors/supervision.h).
+  kEvChildFailed,
   kEvSystemEnd,
 };
 static_assert(InEventSpace(kEvSystemEnd - 1, kSystemEventSpace), "system events overflow");

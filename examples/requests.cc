@@ -5,7 +5,8 @@
 //   - a plain thread asks and waits on a future (troupe::Ask, actors/scoped_actor.h);
 //   - an actor asks another and gets the reply in a continuation (Actor::Ask, actors/actor.h),
 //     with a timeout that fires when nobody answers;
-//   - a plain thread owns an inbox (troupe::ScopedActor) and receives events.
+//   - a plain thread owns an inbox (troupe::ScopedActor) and receives events;
+//   - an actor's coroutine co_awaits two replies in turn (actors/coroutine.h).
 // Exits 0 when every answer came as expected, 1 otherwise (statuses as in cli.h).
 //
 //   requests
@@ -21,6 +22,7 @@
 
 #include "actors/actor.h"
 #include "actors/actor_system.h"
+#include "actors/coroutine.h"
 #include "actors/event.h"
 #include "actors/scoped_actor.h"
 #include "cli.h"
@@ -98,12 +100,41 @@ class Checker final : public troupe::Actor {
   troupe::ActorId quotes_;
 };
 
+// On EvCheck: a coroutine asks Quotes for "AB", then for "ABC", and answers the sum (-1 when an
+// ask fails). Other EvChecks are handled while it waits.
+class SumChecker final : public troupe::Actor {
+ public:
+  explicit SumChecker(troupe::ActorId quotes) : Actor(&SumChecker::StateWork), quotes_(quotes) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvCheck:
+        Sum(std::move(ev));  // runs up to its first co_await
+        break;
+      default:
+        Unhandled(ev);
+    }
+  }
+  troupe::Task Sum(troupe::EventHandlePtr request) {  // parameters by value: the frame outlives
+    absl::StatusOr<std::unique_ptr<EvPrice>> first = co_await AskAsync<EvPrice>(
+        quotes_, std::make_unique<EvQuote>("AB"), absl::Milliseconds(50));
+    absl::StatusOr<std::unique_ptr<EvPrice>> second = co_await AskAsync<EvPrice>(
+        quotes_, std::make_unique<EvQuote>("ABC"), absl::Milliseconds(50));
+    const int64_t sum =
+        first.ok() && second.ok() ? (*first)->cents + (*second)->cents : int64_t{-1};
+    Reply(request, std::make_unique<EvPrice>(sum));
+  }
+
+  troupe::ActorId quotes_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   troupe::examples::ParseFlagsOrExit(argc, argv,
-                                     "Asks actors for answers: from a thread, from an actor, and "
-                                     "through a thread's own inbox.");
+                                     "Asks actors for answers: from a thread, from an actor, "
+                                     "through a thread's own inbox and from a coroutine.");
   absl::StatusOr<std::unique_ptr<troupe::ActorSystem>> created =
       troupe::ActorSystem::Create(troupe::proto::ActorSystemConfig());
   if (!created.ok()) {
@@ -142,6 +173,15 @@ int main(int argc, char** argv) {
                 static_cast<long long>(got->cents));
     ok = ok && outcome->cookie() == expected && got->cents == (expected == 1 ? 6099 : -1);
   }
+
+  // 3. A coroutine awaits two replies in turn.
+  const troupe::ActorId summer = system.Register(std::make_unique<SumChecker>(quotes));
+  me.Send(summer, std::make_unique<EvCheck>("AB+ABC"), troupe::kNoFlags, 3);
+  troupe::EventHandlePtr sum = me.Receive(absl::Seconds(5));
+  const EvPrice* total = sum != nullptr ? sum->Get<EvPrice>() : nullptr;
+  std::printf("requests: the coroutine's sum: %lld\n",
+              total != nullptr ? static_cast<long long>(total->cents) : -2LL);
+  ok = ok && total != nullptr && total->cents == 2099 + 3099;
   std::printf("requests: %s\n", ok ? "OK" : "FAILED");
   return ok ? troupe::examples::kExitOk : troupe::examples::kExitFailed;
 }

@@ -18,8 +18,8 @@ std::string EventTypeName(EventType type) { return absl::StrFormat("0x%08x", typ
 
 bool ActorExtras::TryComplete(const ActorId& self, EventHandlePtr& ev) {
   const uint64_t id = ev->cookie();
-  if ((id & kAskCookieBit) == 0) {
-    return false;
+  if ((id & kAskCookieBit) == 0 || (id & ~uint64_t{0xffffffffU} & ~kAskCookieBit) != AskTag(self)) {
+    return false;  // not an answer to one of this actor's asks (maybe a request of another's)
   }
   const auto it = asks.find(id);
   if (it == asks.end()) {

@@ -14,7 +14,9 @@
 // reported kNodeLost. The watcher passes an EvTerminated to its state function only while it
 // still watches that target, which makes it exactly one per Watch.
 //
-// An ask's request id is the request's cookie, with kAskCookieBit set; the reply, the
+// An ask's request id is the request's cookie: kAskCookieBit, the asker's tag (AskTag: bits 32 to
+// 62, from its id) and a counter. Only events whose cookie has the bit and this actor's own tag
+// can answer its asks: a request another actor asked this one has another tag. The reply, the
 // Undelivered notice and the EvAskTimeout all carry it back. TryComplete consumes every event
 // with such a cookie: the first one to come completes the ask, the later ones (a reply after
 // the timeout, a timeout after the reply) are dropped.
@@ -22,6 +24,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -31,6 +34,8 @@
 #include "actors/actor_id.h"
 #include "actors/event.h"
 #include "actors/events.h"
+#include "actors/supervision.h"
+#include "actors/sync.h"
 #include "actors/timer.h"
 
 namespace troupe::internal {
@@ -40,6 +45,11 @@ class Runtime;
 // Set in the cookie of every ask's request (and so of its reply).
 inline constexpr uint64_t kAskCookieBit = uint64_t{1} << 63;
 
+// The bits 32..62 of every ask id of the actor `self`.
+inline uint64_t AskTag(const ActorId& self) {
+  return ((self.local_id() ^ (uint64_t{self.node_id()} * 0x9e3779b1U)) & 0x7fffffffU) << 32;
+}
+
 struct PendingAsk {
   // Gets the reply (status OK) or the reason there is none (the handle is then the notice that
   // ended the ask: an EvUndelivered or EvAskTimeout).
@@ -47,6 +57,17 @@ struct PendingAsk {
   TimerCookie timeout;
   ActorId to;
   EventType request_type = 0;
+};
+
+// A parent's live children (actors/internal/supervision.cc): the parent adds, each child removes
+// itself as it ends. Shared by the parent's instances across restarts.
+struct Children {
+  explicit Children(const ActorId& parent_id) : parent(parent_id) {}
+  const ActorId parent;
+  troupe::Mutex mu;
+  absl::flat_hash_set<ActorId> live ABSL_GUARDED_BY(mu);
+  // The parent has ended and waits for the set to empty; the last child to go wakes it.
+  bool stopping ABSL_GUARDED_BY(mu) = false;
 };
 
 struct ActorExtras {
@@ -62,6 +83,12 @@ struct ActorExtras {
   absl::flat_hash_map<ActorId, ActorId> watchers;
   // A handler threw: the actor ends as TerminationReason::kFailed.
   bool failed = false;
+  // Supervision: a child's factory (RegisterChild), whether it failed and waits for its parent's
+  // directive (its events are held meanwhile), a parent's children and their recent restarts.
+  ChildFactory factory;
+  bool awaiting_directive = false;
+  std::unique_ptr<Children> children;
+  absl::flat_hash_map<ActorId, std::deque<absl::Time>> restarts;
 
   // Takes what the runtime handles before the state function: an ask's answer (the
   // continuation runs), an EvTerminated for a target no longer watched (dropped). Reports the

@@ -310,8 +310,8 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
     Send(std::move(ev));
     return;
   }
-  static_assert(kEvUnwatch == kEvWatch + 1 && kEvDeadLetter == kEvTerminated + 1);
-  if (ev->type() - kEvWatch <= 1 || ev->type() - kEvTerminated <= 1) [[unlikely]] {
+  static_assert(kEvStop == kEvWatch + 3 && kEvChildFailed == kEvTerminated + 2);
+  if (ev->type() - kEvWatch <= 3 || ev->type() - kEvTerminated <= 2) [[unlikely]] {
     LostSystemEvent(*this, std::move(ev), reason);
     return;
   }
@@ -345,8 +345,9 @@ void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace)
     return;
   }
   static_assert(kEvResume == kEvSuspend + 1 && kEvWatch == kEvSuspend + 2 &&
-                kEvUnwatch == kEvSuspend + 3);
-  if (ev->type() - kEvSuspend <= 3 || actor->extras_ != nullptr) [[unlikely]] {
+                kEvUnwatch == kEvSuspend + 3 && kEvSupervise == kEvSuspend + 4 &&
+                kEvStop == kEvSuspend + 5);
+  if (ev->type() - kEvSuspend <= 5 || actor->extras_ != nullptr) [[unlikely]] {
     DispatchSlow(mailbox, actor, std::move(ev), trace);
     return;
   }
@@ -374,6 +375,8 @@ void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
     if (type == kEvBootstrap && !actor->bootstrapped_) {
       actor->bootstrapped_ = true;
       actor->Bootstrap();
+    } else if (kWithExtras && type == kEvChildFailed) {
+      Supervise(actor, ev);
     } else if (kWithExtras && actor->extras_ != nullptr &&
                actor->extras_->Consume(*this, actor->self_, ev)) {
       // An ask's answer (its continuation ran) or a notice no longer wanted.
@@ -381,23 +384,9 @@ void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
       (actor->*(actor->state_))(ev);
     }
   } catch (const std::exception& e) {
-    TROUPE_LOG(kError, kActors) << absl::StrFormat(
-        "actor %s ended: exception from handler of event 0x%08x: %s", actor->self_.ToString(), type,
-        e.what());
-    failed_actors_.fetch_add(1, std::memory_order_relaxed);
-    actor->passed_away_ = true;
-    if (actor->extras_ != nullptr) {
-      actor->extras_->failed = true;
-    }
+    OnHandlerFailure(actor, type, e.what());
   } catch (...) {
-    TROUPE_LOG(kError, kActors) << absl::StrFormat(
-        "actor %s ended: non-standard exception from handler of event 0x%08x",
-        actor->self_.ToString(), type);
-    failed_actors_.fetch_add(1, std::memory_order_relaxed);
-    actor->passed_away_ = true;
-    if (actor->extras_ != nullptr) {
-      actor->extras_->failed = true;
-    }
+    OnHandlerFailure(actor, type, "non-standard exception");
   }
   tls_log_scope = scope.previous;
   if (trace != nullptr) {
@@ -405,8 +394,23 @@ void Runtime::Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
   }
 }
 
+template void Runtime::Handle<true>(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace);
+
 void Runtime::DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, HandlerTrace* trace) {
   const EventType type = ev->type();
+  if (actor->passed_away_) {
+    // Ended, waiting for its children to end first: the last one's notice lets it go.
+    if (type == kEvTerminated) {
+      Destroy(mailbox, actor);
+    } else {
+      Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
+    }
+    return;
+  }
+  if (type == kEvSupervise || type == kEvStop) {
+    OnDirective(mailbox, actor, ev, trace);
+    return;
+  }
   if (type == kEvSuspend) {
     actor->Suspend();
     return;
@@ -428,14 +432,8 @@ void Runtime::DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, Ha
     if (--extras->suspend_count > 0) {
       return;
     }
-    // The held events are older than anything still queued: handle them now, in order, unless a
-    // handler suspends the actor again or ends it.
-    while (extras->suspend_count == 0 && !extras->held.empty() && !actor->passed_away_) {
-      EventHandlePtr held = std::move(extras->held.front());
-      extras->held.pop_front();
-      Handle<true>(actor, held, trace);
-    }
-  } else if (extras->suspend_count > 0) {
+    DrainHeld(actor, trace);
+  } else if (extras->suspend_count > 0 || extras->awaiting_directive) {
     // Answers to asks wait too: a suspended actor runs nothing, continuations included.
     extras->held.push_back(std::move(ev));
     return;
@@ -460,8 +458,9 @@ void Runtime::Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hin
   mailbox->Push(new EventHandle(kEvBootstrap, actor->self_, actor->self_, kNoFlags, 0));
 }
 
-ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& options) {
-  absl::StatusOr<ActorId> id = TryRegister(std::move(actor), options);
+ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& options,
+                          Actor* parent, ChildFactory factory) {
+  absl::StatusOr<ActorId> id = TryRegister(std::move(actor), options, parent, std::move(factory));
   if (!id.ok()) {
     if (!stopped()) {
       TROUPE_LOG(kError, kActors) << "Register: " << id.status().message();
@@ -472,7 +471,8 @@ ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& o
 }
 
 absl::StatusOr<ActorId> Runtime::TryRegister(std::unique_ptr<Actor> actor,
-                                             const RegisterOptions& options) {
+                                             const RegisterOptions& options, Actor* parent,
+                                             ChildFactory factory) {
   if (actor == nullptr) {
     return absl::InvalidArgumentError("null actor; nothing registered");
   }
@@ -502,6 +502,9 @@ absl::StatusOr<ActorId> Runtime::TryRegister(std::unique_ptr<Actor> actor,
   mailbox->reset_run_time();
   Actor* raw = actor.release();
   Attach(mailbox, raw, pool, hint);
+  if (parent != nullptr) {
+    Adopt(parent, raw, std::move(factory));
+  }
   const ActorId self = raw->self_;
   Activate(mailbox);
   return self;
@@ -519,7 +522,12 @@ ActorId Runtime::RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> ac
 }
 
 void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
+  if (WaitForChildren(actor)) {
+    return;  // post-order: it ends once its children have
+  }
   const uint32_t hint = actor->self_.hint();
+  const ActorId self = actor->self_;
+  Children* const siblings = actor->siblings_;
   if (actor->extras_ != nullptr) {
     // Held events are reported as if they had still been queued; pending asks end unanswered
     // (their timers would only reach a dead actor).
@@ -538,6 +546,7 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
   mailbox->DetachActor(actor);
   classes_.Get(typeid(*actor)).AddLive(-1);
   delete actor;
+  Unlink(siblings, self);
   if (!mailbox->HasActors()) {
     // Events still queued reach Dispatch, find no actor and are reported undelivered; the mailbox
     // stays kScheduled until this worker lets it go, so Allocate cannot reuse it before that.

@@ -134,9 +134,12 @@ class Runtime {
 
   // -- actors -----------------------------------------------------------------------------------
 
-  // Register logs the reason and returns an empty id where TryRegister returns a status.
-  ActorId Register(std::unique_ptr<Actor> actor, const RegisterOptions& options);
-  absl::StatusOr<ActorId> TryRegister(std::unique_ptr<Actor> actor, const RegisterOptions& options);
+  // Register logs the reason and returns an empty id where TryRegister returns a status. With a
+  // `parent`, the actor is its child, restartable with `factory` when there is one.
+  ActorId Register(std::unique_ptr<Actor> actor, const RegisterOptions& options,
+                   Actor* parent = nullptr, ChildFactory factory = nullptr);
+  absl::StatusOr<ActorId> TryRegister(std::unique_ptr<Actor> actor, const RegisterOptions& options,
+                                      Actor* parent = nullptr, ChildFactory factory = nullptr);
   ActorId RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> actor);
 
   // -- lookups ----------------------------------------------------------------------------------
@@ -192,10 +195,33 @@ class Runtime {
   // the actor may have extras, which may consume `ev` (ActorExtras::Consume).
   template <bool kWithExtras>
   void Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace);
-  // Dispatch for EvSuspend, EvResume and the events of an actor with extras (internal/extras.h):
-  // suspended, or with asks pending.
+  // Dispatch for EvSuspend, EvResume, EvWatch, EvUnwatch, EvSupervise, EvStop and the events of
+  // an actor with extras (internal/extras.h): suspended, asking, watching, watched, supervising or
+  // failed.
   void DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, HandlerTrace* trace);
   void Destroy(Mailbox* mailbox, Actor* actor);
+
+  // -- supervision (internal/supervision.cc) ----------------------------------------------------
+
+  // Makes `child` (attached, not running yet) a child of `parent`, restartable with `factory`.
+  void Adopt(Actor* parent, Actor* child, ChildFactory factory);
+  // For Destroy, after the actor `self` is gone: takes it out of its parent's children (waking a
+  // parent that waits for them).
+  void Unlink(Children* siblings, const ActorId& self);
+  // For Destroy: true while `actor` must wait for its children (told to stop on the first call).
+  bool WaitForChildren(Actor* actor);
+  // A handler of `actor` threw `what` while handling `type`: a top-level actor ends, a child
+  // waits for its parent's directive.
+  void OnHandlerFailure(Actor* actor, EventType type, std::string what);
+  // The parent's side: applies its strategy to the EvChildFailed `ev`. Throws to escalate.
+  void Supervise(Actor* parent, EventHandlePtr& ev);
+  // The child's side of EvSupervise and EvStop.
+  void OnDirective(Mailbox* mailbox, Actor* actor, EventHandlePtr& ev, HandlerTrace* trace);
+  // Replaces `old` by a new instance from its factory and bootstraps it; returns it, or null
+  // when there is no factory or it made nothing.
+  Actor* Restart(Mailbox* mailbox, Actor* old, HandlerTrace* trace);
+  // Handles held events until none is left or the actor is suspended, failed or ending.
+  void DrainHeld(Actor* actor, HandlerTrace* trace);
   // Reports handlers stuck past their pool's threshold; wakes workers to take work a stuck worker
   // holds. Runs on its own thread when a pool has a threshold or more than one worker.
   void WatchdogLoop();

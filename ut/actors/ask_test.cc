@@ -216,6 +216,41 @@ TEST(AskTest, AnActorThatEndsWithAsksPendingLeavesNothingBehind) {
 
 // -- from plain threads ---------------------------------------------------------------------------
 
+// Answers each EvValue by asking `to` for it and replying with what came back: an actor with
+// asks of its own that is asked in turn.
+class Relay final : public Actor {
+ public:
+  explicit Relay(ActorId to) : Actor(&Relay::StateWork), to_(to) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvValue) {
+      Unhandled(ev);
+      return;
+    }
+    const uint64_t value = ev->Get<EvValue>()->value;  // before the lambda takes `ev`
+    Ask<EvValue>(to_, std::make_unique<EvValue>(value), absl::Seconds(1),
+                 [this, request = std::move(ev)](absl::StatusOr<EventPtr<EvValue>> reply) {
+                   Reply(request, std::make_unique<EvValue>(reply.ok() ? reply->Get()->value : 0));
+                 });
+  }
+
+  ActorId to_;
+};
+
+TEST(AskTest, AnActorWithAsksOfItsOwnStillGetsTheRequestsOthersAskIt) {
+  TestRuntime runtime = OneNode();
+  Seen seen;
+  const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kAnswer));
+  const ActorId relay = runtime.Register(std::make_unique<Relay>(replier));
+  const ActorId asker = runtime.Register(std::make_unique<Asker>(relay, absl::Seconds(1), &seen));
+  for (int i = 0; i < 3; ++i) {
+    runtime.Send(asker, std::make_unique<EvKick>());
+  }
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(seen, (Seen{"reply 10", "reply 20", "reply 30"}));
+}
+
 TEST(ThreadAskTest, AFutureGetsTheReplyTheTimeoutOrTheUndelivered) {
   std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
   ASSERT_NE(system, nullptr);

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The runtime's side of supervision (actors/supervision.h): parents and children, failures,
+// directives, restarts and the post-order end of a parent.
+//
+// A parent's children are a set of ids in its extras (Children), shared by the parent's
+// instances across restarts; each child points at it (Actor::siblings_). The set is locked: the
+// parent adds (in its handler), a child removes itself when it ends (on its own worker). Because a
+// parent ends only once the set is empty, the set outlives every child that points at it.
+#include "actors/supervision.h"
+
+#include <algorithm>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include "actors/internal/extras.h"
+#include "actors/internal/runtime.h"
+#include "actors/log.h"
+
+namespace troupe {
+
+const char* SupervisorDirectiveName(SupervisorDirective directive) {
+  switch (directive) {
+    case SupervisorDirective::kResume:
+      return "resume";
+    case SupervisorDirective::kRestart:
+      return "restart";
+    case SupervisorDirective::kStop:
+      return "stop";
+    case SupervisorDirective::kEscalate:
+      return "escalate";
+  }
+  return "unknown";
+}
+
+namespace internal {
+
+namespace {
+
+// Thrown in the parent's handler to make the child's failure the parent's.
+class Escalation : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
+void Runtime::Adopt(Actor* parent, Actor* child, ChildFactory factory) {
+  ActorExtras& extras = parent->Extras();
+  if (extras.children == nullptr) {
+    extras.children = std::make_unique<Children>(parent->self_);
+  }
+  {
+    troupe::MutexLock lock(&extras.children->mu);
+    extras.children->live.insert(child->self_);
+  }
+  child->siblings_ = extras.children.get();
+  if (factory != nullptr) {
+    child->Extras().factory = std::move(factory);
+  }
+}
+
+void Runtime::Unlink(Children* siblings, const ActorId& self) {
+  if (siblings == nullptr) {
+    return;
+  }
+  bool last = false;
+  {
+    troupe::MutexLock lock(&siblings->mu);
+    siblings->live.erase(self);
+    last = siblings->stopping && siblings->live.empty();
+  }
+  if (last) {
+    // The parent waits for its last child (WaitForChildren): this wakes it.
+    Send(std::make_unique<EventHandle>(
+        siblings->parent, self, std::make_unique<EvTerminated>(self, TerminationReason::kStopped),
+        kNoFlags, 0));
+  }
+}
+
+bool Runtime::WaitForChildren(Actor* actor) {
+  ActorExtras* extras = actor->extras_;
+  if (extras == nullptr || extras->children == nullptr) {
+    return false;
+  }
+  std::vector<ActorId> live;
+  {
+    troupe::MutexLock lock(&extras->children->mu);
+    if (extras->children->live.empty()) {
+      return false;
+    }
+    if (extras->children->stopping) {
+      return true;  // told them already
+    }
+    extras->children->stopping = true;
+    live.assign(extras->children->live.begin(), extras->children->live.end());
+  }
+  for (const ActorId& child : live) {
+    Send(std::make_unique<EventHandle>(child, actor->self_, std::make_unique<EvStop>(), kNoFlags,
+                                       0));
+  }
+  return true;
+}
+
+void Runtime::OnHandlerFailure(Actor* actor, EventType type, std::string what) {
+  failed_actors_.fetch_add(1, std::memory_order_relaxed);
+  if (actor->siblings_ == nullptr) {
+    TROUPE_LOG(kError, kActors) << absl::StrFormat(
+        "actor %s ended: exception from handler of event 0x%08x: %s", actor->self_.ToString(), type,
+        what);
+    actor->passed_away_ = true;
+    if (actor->extras_ != nullptr) {
+      actor->extras_->failed = true;
+    }
+    return;
+  }
+  const ActorId parent = actor->siblings_->parent;
+  TROUPE_LOG(kWarn, kActors) << absl::StrFormat(
+      "actor %s failed: exception from handler of event 0x%08x (dropped): %s; its events are "
+      "held until its parent %s decides",
+      actor->self_.ToString(), type, what, parent.ToString());
+  ActorExtras& extras = actor->Extras();
+  extras.awaiting_directive = true;
+  auto failed = std::make_unique<EvChildFailed>();
+  failed->failure = {.child = actor->self_,
+                     .event_type = type,
+                     .what = std::move(what),
+                     .restartable = extras.factory != nullptr};
+  Send(std::make_unique<EventHandle>(parent, actor->self_, std::move(failed), kNoFlags, 0));
+}
+
+void Runtime::Supervise(Actor* parent, EventHandlePtr& ev) {
+  const ChildFailure& failure = ev->Get<EvChildFailed>()->failure;
+  ActorExtras& extras = parent->Extras();
+  const SupervisorStrategy strategy = parent->supervisor_strategy();
+  SupervisorDirective directive = strategy.decide       ? strategy.decide(failure)
+                                  : failure.restartable ? SupervisorDirective::kRestart
+                                                        : SupervisorDirective::kStop;
+  const std::string child = failure.child.ToString();
+  if (directive == SupervisorDirective::kEscalate) {
+    throw Escalation(absl::StrCat("child ", child, " failed (escalated): ", failure.what));
+  }
+  absl::Duration backoff = absl::ZeroDuration();
+  if (directive == SupervisorDirective::kRestart) {
+    std::deque<absl::Time>& restarts = extras.restarts[failure.child];
+    const absl::Time now = Now();
+    while (!restarts.empty() && now - restarts.front() >= strategy.within) {
+      restarts.pop_front();
+    }
+    if (restarts.size() >= strategy.max_restarts) {
+      extras.restarts.erase(failure.child);
+      Send(std::make_unique<EventHandle>(failure.child, parent->self_,
+                                         std::make_unique<EvSupervise>(SupervisorDirective::kStop),
+                                         kNoFlags, 0));
+      throw Escalation(absl::StrFormat(
+          "child %s failed after %u restarts within %s, so it was stopped: %s", child,
+          strategy.max_restarts, absl::FormatDuration(strategy.within), failure.what));
+    }
+    restarts.push_back(now);
+    backoff = std::min(strategy.max_backoff,
+                       strategy.min_backoff * static_cast<double>(uint64_t{1} << std::min<size_t>(
+                                                                      restarts.size() - 1, 30)));
+  }
+  std::vector<ActorId> targets = {failure.child};
+  if (strategy.scope == SupervisorStrategy::Scope::kAllForOne && extras.children != nullptr) {
+    troupe::MutexLock lock(&extras.children->mu);
+    targets.assign(extras.children->live.begin(), extras.children->live.end());
+  }
+  TROUPE_LOG(kInfo, kActors) << absl::StrFormat(
+      "actor %s: child %s failed (%s): %s%s%s", parent->self_.ToString(), child, failure.what,
+      SupervisorDirectiveName(directive),
+      targets.size() > 1 ? absl::StrCat(" all ", targets.size(), " children") : "",
+      backoff > absl::ZeroDuration() ? absl::StrCat(" in ", absl::FormatDuration(backoff)) : "");
+  for (const ActorId& target : targets) {
+    auto handle = std::make_unique<EventHandle>(
+        target, parent->self_, std::make_unique<EvSupervise>(directive), kNoFlags, 0);
+    if (backoff > absl::ZeroDuration()) {
+      Schedule(backoff, std::move(handle));
+    } else {
+      Send(std::move(handle));
+    }
+  }
+  // Records of children that have ended go once there are many.
+  if (extras.restarts.size() > 64 && extras.children != nullptr) {
+    troupe::MutexLock lock(&extras.children->mu);
+    absl::erase_if(extras.restarts,
+                   [&](const auto& entry) { return !extras.children->live.contains(entry.first); });
+  }
+}
+
+void Runtime::OnDirective(Mailbox* mailbox, Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
+  ActorExtras* extras = actor->extras_;
+  const bool awaiting = extras != nullptr && extras->awaiting_directive;
+  SupervisorDirective directive = SupervisorDirective::kStop;
+  if (ev->type() == kEvSupervise) {
+    directive = ev->Get<EvSupervise>()->directive;
+  } else if (ev->sender() != (actor->siblings_ != nullptr ? actor->siblings_->parent : ActorId())) {
+    TROUPE_LOG(kWarn, kActors) << "actor " << actor->self_ << " ignored a stop from "
+                               << ev->sender() << ", which is not its parent";
+    return;
+  }
+  if (directive == SupervisorDirective::kResume) {
+    if (awaiting) {
+      extras->awaiting_directive = false;
+      DrainHeld(actor, trace);
+    }
+  } else if (directive == SupervisorDirective::kRestart) {
+    Actor* fresh = Restart(mailbox, actor, trace);
+    if (fresh == nullptr) {
+      actor->passed_away_ = true;
+    } else {
+      actor = fresh;
+      DrainHeld(actor, trace);
+    }
+  } else {
+    actor->passed_away_ = true;
+    if (awaiting) {
+      extras->failed = true;
+    }
+  }
+  if (actor->passed_away_) {
+    Destroy(mailbox, actor);
+  }
+}
+
+Actor* Runtime::Restart(Mailbox* mailbox, Actor* old, HandlerTrace* trace) {
+  ActorExtras* extras = old->extras_;
+  if (extras == nullptr || extras->factory == nullptr) {
+    if (extras != nullptr) {
+      extras->failed = extras->awaiting_directive;
+    }
+    return nullptr;
+  }
+  std::unique_ptr<Actor> fresh;
+  try {
+    fresh = extras->factory();
+  } catch (const std::exception& e) {
+    TROUPE_LOG(kError, kActors) << "actor " << old->self_
+                                << ": its factory threw, so it is not restarted: " << e.what();
+  }
+  if (fresh == nullptr) {
+    extras->failed = true;
+    return nullptr;
+  }
+  // What the old instance started ends with it: asks, watches and children. Its watchers, parent,
+  // factory and held events stay with the id.
+  for (auto& [id, pending] : extras->asks) {
+    pending.timeout.Cancel();
+  }
+  extras->asks.clear();
+  for (const ActorId& target : extras->watching) {
+    Send(std::make_unique<EventHandle>(target, old->self_, std::make_unique<EvUnwatch>(target),
+                                       kNoFlags, 0));
+  }
+  extras->watching.clear();
+  if (extras->children != nullptr) {
+    std::vector<ActorId> children;
+    {
+      troupe::MutexLock lock(&extras->children->mu);
+      children.assign(extras->children->live.begin(), extras->children->live.end());
+    }
+    for (const ActorId& child : children) {
+      Send(std::make_unique<EventHandle>(child, old->self_, std::make_unique<EvStop>(), kNoFlags,
+                                         0));
+    }
+  }
+  extras->awaiting_directive = false;
+  extras->failed = false;
+  Actor* raw = fresh.release();
+  raw->system_ = system_;
+  raw->mailbox_ = mailbox;
+  raw->self_ = old->self_;
+  raw->extras_ = std::exchange(old->extras_, nullptr);
+  raw->siblings_ = std::exchange(old->siblings_, nullptr);
+  mailbox->DetachActor(old);
+  classes_.Get(typeid(*old)).AddLive(-1);
+  delete old;
+  mailbox->AttachActor(raw);
+  classes_.Get(typeid(*raw)).AddLive(1);
+  TROUPE_LOG(kInfo, kActors) << "actor " << raw->self_ << " restarted";
+  EventHandlePtr bootstrap =
+      std::make_unique<EventHandle>(kEvBootstrap, raw->self_, raw->self_, kNoFlags, 0);
+  Handle<true>(raw, bootstrap, trace);
+  return raw;
+}
+
+void Runtime::DrainHeld(Actor* actor, HandlerTrace* trace) {
+  // The held events are older than anything still queued: handle them now, in order, unless a
+  // handler suspends the actor again, fails or ends it.
+  ActorExtras* extras = actor->extras_;
+  while (extras->suspend_count == 0 && !extras->awaiting_directive && !extras->held.empty() &&
+         !actor->passed_away_) {
+    EventHandlePtr held = std::move(extras->held.front());
+    extras->held.pop_front();
+    Handle<true>(actor, held, trace);
+  }
+}
+
+}  // namespace internal
+}  // namespace troupe
