@@ -10,7 +10,10 @@
 
 namespace troupe {
 
-Actor::~Actor() { delete extras_; }
+Actor::~Actor() {
+  delete extras_;
+  delete children_;
+}
 
 internal::ActorExtras& Actor::Extras() {
   if (extras_ == nullptr) {

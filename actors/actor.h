@@ -267,6 +267,7 @@ class Actor : public internal::SmallPooled {
  private:
   friend class internal::Mailbox;
   friend class internal::Runtime;
+  friend struct internal::Children;
   template <typename ReplyEvent>
   friend class AskAwaiter;
 
@@ -284,8 +285,12 @@ class Actor : public internal::SmallPooled {
   // by the destructor (owned; a raw pointer because the type is internal). The runtime's dispatch
   // only checks it for null on its fast path.
   internal::ActorExtras* extras_ = nullptr;
-  // The parent's children (and through them the parent's id); null for a top-level actor.
+  // Supervision (internal/supervision.cc): this actor's children (owned; null until it has
+  // had one), and its parent's, where this actor sits at `sibling_index_` (null when top-level).
+  // Kept here, not in the extras: a parent or a child keeps the fast dispatch path.
+  internal::Children* children_ = nullptr;
   internal::Children* siblings_ = nullptr;
+  uint32_t sibling_index_ = 0;
   bool passed_away_ = false;
   bool bootstrapped_ = false;
 };

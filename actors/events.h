@@ -48,12 +48,12 @@ enum SystemEventType : EventType {
   // A parent's directive to a failed child, and a parent's order to end (actors/supervision.h).
   kEvSupervise,
   kEvStop,
+  // A child's failure, for its parent's supervisor strategy (actors/supervision.h).
+  kEvChildFailed,
   // An Ask's deadline (Actor::Ask): the request id is the event's cookie.
   kEvAskTimeout,
   kEvTerminated,
   kEvDeadLetter,
-  // A child's failure, for its parent's supervisor strategy (actors/supervision.h).
-  kEvChildFailed,
   kEvSystemEnd,
 };
 static_assert(InEventSpace(kEvSystemEnd - 1, kSystemEventSpace), "system events overflow");

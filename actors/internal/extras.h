@@ -25,15 +25,18 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 
 #include "actors/actor.h"
 #include "actors/actor_id.h"
 #include "actors/event.h"
 #include "actors/events.h"
+#include "actors/internal/small_alloc.h"
 #include "actors/supervision.h"
 #include "actors/sync.h"
 #include "actors/timer.h"
@@ -59,14 +62,27 @@ struct PendingAsk {
   EventType request_type = 0;
 };
 
-// A parent's live children (actors/internal/supervision.cc): the parent adds, each child removes
-// itself as it ends. Shared by the parent's instances across restarts.
-struct Children {
+// A parent's live children (actors/internal/supervision.cc), owned by the parent (Actor::children_,
+// handed from instance to instance across restarts). The parent adds; each child removes itself
+// as it ends, before it is destroyed, so every pointer in `live` is a live actor while the lock is
+// held. A child knows its index (Actor::sibling_index_): removal moves the last one into its slot.
+struct Children : SmallPooled {
   explicit Children(const ActorId& parent_id) : parent(parent_id) {}
+
+  void Add(Actor* child) ABSL_LOCKS_EXCLUDED(mu);
+  // Returns true when `child` was the last and the parent waits for it (stopping).
+  bool Remove(Actor* child) ABSL_LOCKS_EXCLUDED(mu);
+  // Puts `fresh` (a restarted instance) in the place of `old`.
+  void Replace(Actor* old, Actor* fresh) ABSL_LOCKS_EXCLUDED(mu);
+  // Returns the live children's ids; with `stop`, marks the parent as waiting for them.
+  std::vector<ActorId> Ids(bool stop = false) ABSL_LOCKS_EXCLUDED(mu);
+  bool Contains(const ActorId& child) ABSL_LOCKS_EXCLUDED(mu);
+
   const ActorId parent;
   troupe::Mutex mu;
-  absl::flat_hash_set<ActorId> live ABSL_GUARDED_BY(mu);
-  // The parent has ended and waits for the set to empty; the last child to go wakes it.
+  // Inline: most parents have a few children, and skynet-like trees many parents.
+  absl::InlinedVector<Actor*, 6> live ABSL_GUARDED_BY(mu);
+  // The parent has ended and waits for `live` to empty; the last child to go wakes it.
   bool stopping ABSL_GUARDED_BY(mu) = false;
 };
 
@@ -84,10 +100,9 @@ struct ActorExtras {
   // A handler threw: the actor ends as TerminationReason::kFailed.
   bool failed = false;
   // Supervision: a child's factory (RegisterChild), whether it failed and waits for its parent's
-  // directive (its events are held meanwhile), a parent's children and their recent restarts.
+  // directive (its events are held meanwhile), and a parent's children's recent restarts.
   ChildFactory factory;
   bool awaiting_directive = false;
-  std::unique_ptr<Children> children;
   absl::flat_hash_map<ActorId, std::deque<absl::Time>> restarts;
 
   // Takes what the runtime handles before the state function: an ask's answer (the

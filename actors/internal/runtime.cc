@@ -310,8 +310,8 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
     Send(std::move(ev));
     return;
   }
-  static_assert(kEvStop == kEvWatch + 3 && kEvChildFailed == kEvTerminated + 2);
-  if (ev->type() - kEvWatch <= 3 || ev->type() - kEvTerminated <= 2) [[unlikely]] {
+  static_assert(kEvChildFailed == kEvWatch + 4 && kEvDeadLetter == kEvTerminated + 1);
+  if (ev->type() - kEvWatch <= 4 || ev->type() - kEvTerminated <= 1) [[unlikely]] {
     LostSystemEvent(*this, std::move(ev), reason);
     return;
   }
@@ -346,8 +346,8 @@ void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace)
   }
   static_assert(kEvResume == kEvSuspend + 1 && kEvWatch == kEvSuspend + 2 &&
                 kEvUnwatch == kEvSuspend + 3 && kEvSupervise == kEvSuspend + 4 &&
-                kEvStop == kEvSuspend + 5);
-  if (ev->type() - kEvSuspend <= 5 || actor->extras_ != nullptr) [[unlikely]] {
+                kEvStop == kEvSuspend + 5 && kEvChildFailed == kEvSuspend + 6);
+  if (ev->type() - kEvSuspend <= 6 || actor->extras_ != nullptr) [[unlikely]] {
     DispatchSlow(mailbox, actor, std::move(ev), trace);
     return;
   }
@@ -433,7 +433,7 @@ void Runtime::DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, Ha
       return;
     }
     DrainHeld(actor, trace);
-  } else if (extras->suspend_count > 0 || extras->awaiting_directive) {
+  } else if (extras != nullptr && (extras->suspend_count > 0 || extras->awaiting_directive)) {
     // Answers to asks wait too: a suspended actor runs nothing, continuations included.
     extras->held.push_back(std::move(ev));
     return;
@@ -527,7 +527,6 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
   }
   const uint32_t hint = actor->self_.hint();
   const ActorId self = actor->self_;
-  Children* const siblings = actor->siblings_;
   if (actor->extras_ != nullptr) {
     // Held events are reported as if they had still been queued; pending asks end unanswered
     // (their timers would only reach a dead actor).
@@ -543,10 +542,13 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
     actor->extras_->asks.clear();
     actor->extras_->Farewell(*this, actor->self_);
   }
+  const ActorId parent_to_wake = Unlink(actor);
   mailbox->DetachActor(actor);
   classes_.Get(typeid(*actor)).AddLive(-1);
   delete actor;
-  Unlink(siblings, self);
+  if (!parent_to_wake.IsEmpty()) {
+    WakeParent(parent_to_wake, self);
+  }
   if (!mailbox->HasActors()) {
     // Events still queued reach Dispatch, find no actor and are reported undelivered; the mailbox
     // stays kScheduled until this worker lets it go, so Allocate cannot reuse it before that.

@@ -205,9 +205,10 @@ class Runtime {
 
   // Makes `child` (attached, not running yet) a child of `parent`, restartable with `factory`.
   void Adopt(Actor* parent, Actor* child, ChildFactory factory);
-  // For Destroy, after the actor `self` is gone: takes it out of its parent's children (waking a
-  // parent that waits for them).
-  void Unlink(Children* siblings, const ActorId& self);
+  // For Destroy, before the actor goes: takes it out of its parent's children. Returns the parent
+  // to wake (WakeParent, once the actor is gone) when it was the last one the parent waited for.
+  ActorId Unlink(Actor* actor);
+  void WakeParent(const ActorId& parent, const ActorId& child);
   // For Destroy: true while `actor` must wait for its children (told to stop on the first call).
   bool WaitForChildren(Actor* actor);
   // A handler of `actor` threw `what` while handling `type`: a top-level actor ends, a child

@@ -3,10 +3,11 @@
 // The runtime's side of supervision (actors/supervision.h): parents and children, failures,
 // directives, restarts and the post-order end of a parent.
 //
-// A parent's children are a set of ids in its extras (Children), shared by the parent's
-// instances across restarts; each child points at it (Actor::siblings_). The set is locked: the
-// parent adds (in its handler), a child removes itself when it ends (on its own worker). Because a
-// parent ends only once the set is empty, the set outlives every child that points at it.
+// A parent's children are a locked list (Children, owned by the parent and handed to each new
+// instance across restarts); each child points at it (Actor::siblings_). The parent adds (in its
+// handler); a child removes itself as it ends (on its own worker), before it is destroyed. Because
+// a parent ends only once the list is empty, the list outlives every child that points at it.
+// Neither side needs the extras for this, so parents and children keep the fast dispatch path.
 #include "actors/supervision.h"
 
 #include <algorithm>
@@ -53,57 +54,92 @@ class Escalation : public std::runtime_error {
 
 }  // namespace
 
+void Children::Add(Actor* child) {
+  troupe::MutexLock lock(&mu);
+  child->sibling_index_ = static_cast<uint32_t>(live.size());
+  live.push_back(child);
+}
+
+bool Children::Remove(Actor* child) {
+  troupe::MutexLock lock(&mu);
+  const uint32_t index = child->sibling_index_;
+  live[index] = live.back();
+  live[index]->sibling_index_ = index;
+  live.pop_back();
+  return stopping && live.empty();
+}
+
+void Children::Replace(Actor* old, Actor* fresh) {
+  troupe::MutexLock lock(&mu);
+  fresh->sibling_index_ = old->sibling_index_;
+  live[fresh->sibling_index_] = fresh;
+}
+
+std::vector<ActorId> Children::Ids(bool stop) {
+  troupe::MutexLock lock(&mu);
+  std::vector<ActorId> ids;
+  if (stop) {
+    if (stopping) {
+      return ids;  // told them already
+    }
+    stopping = !live.empty();
+  }
+  ids.reserve(live.size());
+  for (const Actor* child : live) {
+    ids.push_back(child->self_);
+  }
+  return ids;
+}
+
+bool Children::Contains(const ActorId& child) {
+  troupe::MutexLock lock(&mu);
+  return std::any_of(live.begin(), live.end(),
+                     [&](const Actor* actor) { return actor->self_ == child; });
+}
+
 void Runtime::Adopt(Actor* parent, Actor* child, ChildFactory factory) {
-  ActorExtras& extras = parent->Extras();
-  if (extras.children == nullptr) {
-    extras.children = std::make_unique<Children>(parent->self_);
+  if (parent->children_ == nullptr) {
+    parent->children_ = new Children(parent->self_);
   }
-  {
-    troupe::MutexLock lock(&extras.children->mu);
-    extras.children->live.insert(child->self_);
-  }
-  child->siblings_ = extras.children.get();
+  parent->children_->Add(child);
+  child->siblings_ = parent->children_;
   if (factory != nullptr) {
     child->Extras().factory = std::move(factory);
   }
 }
 
-void Runtime::Unlink(Children* siblings, const ActorId& self) {
+ActorId Runtime::Unlink(Actor* actor) {
+  Children* siblings = std::exchange(actor->siblings_, nullptr);
   if (siblings == nullptr) {
-    return;
+    return {};
   }
-  bool last = false;
-  {
-    troupe::MutexLock lock(&siblings->mu);
-    siblings->live.erase(self);
-    last = siblings->stopping && siblings->live.empty();
-  }
-  if (last) {
-    // The parent waits for its last child (WaitForChildren): this wakes it.
-    Send(std::make_unique<EventHandle>(
-        siblings->parent, self, std::make_unique<EvTerminated>(self, TerminationReason::kStopped),
-        kNoFlags, 0));
-  }
+  // Read before the removal: once `live` is empty the parent may end (on another event) and free
+  // the set.
+  const ActorId parent = siblings->parent;
+  return siblings->Remove(actor) ? parent : ActorId();
+}
+
+void Runtime::WakeParent(const ActorId& parent, const ActorId& child) {
+  Send(std::make_unique<EventHandle>(
+      parent, child, std::make_unique<EvTerminated>(child, TerminationReason::kStopped), kNoFlags,
+      0));
 }
 
 bool Runtime::WaitForChildren(Actor* actor) {
-  ActorExtras* extras = actor->extras_;
-  if (extras == nullptr || extras->children == nullptr) {
+  if (actor->children_ == nullptr) {
     return false;
   }
-  std::vector<ActorId> live;
+  bool waiting = false;
   {
-    troupe::MutexLock lock(&extras->children->mu);
-    if (extras->children->live.empty()) {
-      return false;
-    }
-    if (extras->children->stopping) {
-      return true;  // told them already
-    }
-    extras->children->stopping = true;
-    live.assign(extras->children->live.begin(), extras->children->live.end());
+    troupe::MutexLock lock(&actor->children_->mu);
+    waiting = !actor->children_->live.empty();
   }
-  for (const ActorId& child : live) {
+  if (!waiting) {
+    return false;
+  }
+  // Its events go to the slow path from now on (DispatchSlow: an ended actor handles nothing).
+  actor->Extras();
+  for (const ActorId& child : actor->children_->Ids(/*stop=*/true)) {
     Send(std::make_unique<EventHandle>(child, actor->self_, std::make_unique<EvStop>(), kNoFlags,
                                        0));
   }
@@ -170,9 +206,8 @@ void Runtime::Supervise(Actor* parent, EventHandlePtr& ev) {
                                                                       restarts.size() - 1, 30)));
   }
   std::vector<ActorId> targets = {failure.child};
-  if (strategy.scope == SupervisorStrategy::Scope::kAllForOne && extras.children != nullptr) {
-    troupe::MutexLock lock(&extras.children->mu);
-    targets.assign(extras.children->live.begin(), extras.children->live.end());
+  if (strategy.scope == SupervisorStrategy::Scope::kAllForOne && parent->children_ != nullptr) {
+    targets = parent->children_->Ids();
   }
   TROUPE_LOG(kInfo, kActors) << absl::StrFormat(
       "actor %s: child %s failed (%s): %s%s%s", parent->self_.ToString(), child, failure.what,
@@ -189,10 +224,9 @@ void Runtime::Supervise(Actor* parent, EventHandlePtr& ev) {
     }
   }
   // Records of children that have ended go once there are many.
-  if (extras.restarts.size() > 64 && extras.children != nullptr) {
-    troupe::MutexLock lock(&extras.children->mu);
+  if (extras.restarts.size() > 64 && parent->children_ != nullptr) {
     absl::erase_if(extras.restarts,
-                   [&](const auto& entry) { return !extras.children->live.contains(entry.first); });
+                   [&](const auto& entry) { return !parent->children_->Contains(entry.first); });
   }
 }
 
@@ -261,13 +295,8 @@ Actor* Runtime::Restart(Mailbox* mailbox, Actor* old, HandlerTrace* trace) {
                                        kNoFlags, 0));
   }
   extras->watching.clear();
-  if (extras->children != nullptr) {
-    std::vector<ActorId> children;
-    {
-      troupe::MutexLock lock(&extras->children->mu);
-      children.assign(extras->children->live.begin(), extras->children->live.end());
-    }
-    for (const ActorId& child : children) {
+  if (old->children_ != nullptr) {
+    for (const ActorId& child : old->children_->Ids()) {
       Send(std::make_unique<EventHandle>(child, old->self_, std::make_unique<EvStop>(), kNoFlags,
                                          0));
     }
@@ -279,7 +308,11 @@ Actor* Runtime::Restart(Mailbox* mailbox, Actor* old, HandlerTrace* trace) {
   raw->mailbox_ = mailbox;
   raw->self_ = old->self_;
   raw->extras_ = std::exchange(old->extras_, nullptr);
+  raw->children_ = std::exchange(old->children_, nullptr);
   raw->siblings_ = std::exchange(old->siblings_, nullptr);
+  if (raw->siblings_ != nullptr) {
+    raw->siblings_->Replace(old, raw);
+  }
   mailbox->DetachActor(old);
   classes_.Get(typeid(*old)).AddLive(-1);
   delete old;

@@ -57,7 +57,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -73,6 +75,7 @@
 #include "actors/event.h"
 #include "actors/events.h"
 #include "actors/scoped_actor.h"
+#include "actors/supervision.h"
 #include "actors/sync.h"
 #include "actors/testing/actors.h"
 #include "bench/sanitized.h"
@@ -435,6 +438,85 @@ void BM_ThreadAsk(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ThreadAsk)->ArgName("workers")->ArgsProduct({WorkerCounts()})->UseRealTime();
+
+// -- restart ------------------------------------------------------------------------------------
+
+// How many restarts a run still needs, and its end.
+struct RestartRun {
+  std::atomic<int64_t> left{0};
+  troupe::Notification done;
+};
+
+// Throws on its first event; each new instance sends itself one (in Bootstrap) until the run has
+// had its restarts.
+class Crasher final : public troupe::Actor {
+ public:
+  explicit Crasher(RestartRun* run) : Actor(&Crasher::StateWork), run_(run) {}
+
+ private:
+  void Bootstrap() override {
+    if (run_->left.fetch_sub(1, std::memory_order_relaxed) <= 0) {
+      run_->done.Notify();
+      return;
+    }
+    Send(SelfId(), std::make_unique<EvTick>());
+  }
+  TROUPE_STATE(StateWork) {
+    if (ev->type() == kEvTick) {
+      throw std::runtime_error("crash");
+    }
+    Unhandled(ev);
+  }
+
+  RestartRun* run_;
+};
+
+// Restarts its one Crasher at once, every time.
+class Restarter final : public troupe::Actor {
+ public:
+  explicit Restarter(RestartRun* run) : Actor(&Restarter::StateWork), run_(run) {}
+
+  troupe::SupervisorStrategy supervisor_strategy() const override {
+    troupe::SupervisorStrategy strategy;
+    strategy.max_restarts = std::numeric_limits<uint32_t>::max();
+    strategy.min_backoff = absl::ZeroDuration();
+    return strategy;
+  }
+
+ private:
+  void Bootstrap() override {
+    RegisterChild([run = run_] { return std::make_unique<Crasher>(run); });
+  }
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+
+  RestartRun* run_;
+};
+
+// Restarts/s of one supervised actor that fails on every event: one item is the failure, the
+// parent's decision, a new instance from the factory and its Bootstrap. Logs are at error level
+// (a failure and a restart each log a line at warn and info).
+void BM_Restart(benchmark::State& state) {
+  troupe::proto::ActorSystemConfig config;
+  config.mutable_log()->set_level("error");
+  absl::StatusOr<std::unique_ptr<troupe::ActorSystem>> system = troupe::ActorSystem::Create(config);
+  if (!system.ok()) {
+    state.SkipWithError(system.status().ToString().c_str());
+    return;
+  }
+  constexpr int64_t kRestarts = 2000;
+  for (auto _ : state) {
+    RestartRun run;
+    run.left.store(kRestarts + 1);  // the first instance is no restart
+    const troupe::ActorId parent = (*system)->Register(std::make_unique<Restarter>(&run));
+    if (!run.done.WaitForNotificationWithTimeout(absl::Seconds(60))) {
+      state.SkipWithError("the restarts did not finish within 60 s");
+      return;
+    }
+    (*system)->Send(parent, std::make_unique<troupe::EvPoison>());
+  }
+  state.SetItemsProcessed(state.iterations() * kRestarts);
+}
+BENCHMARK(BM_Restart)->UseRealTime();
 
 // -- self-send -----------------------------------------------------------------------------------
 

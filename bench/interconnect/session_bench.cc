@@ -52,6 +52,7 @@
 
 #include "actors/actor.h"
 #include "actors/actor_system.h"
+#include "actors/scoped_actor.h"
 #include "actors/sync.h"
 #include "bench/alloc_counter.h"
 #include "bench/interconnect/session_bench.pb.h"
@@ -229,6 +230,36 @@ class Pinger final : public Actor {
   troupe::Notification* done_;
 };
 
+// Asks `ponger` `count` times, one after another (Actor::Ask: the framework's cookie, timeout and
+// continuation around each round trip), then notifies.
+class AskingPinger final : public Actor {
+ public:
+  AskingPinger(ActorId ponger, int64_t count, troupe::Notification* done)
+      : Actor(&AskingPinger::StateWork), ponger_(ponger), left_(count), done_(done) {}
+
+ private:
+  void Bootstrap() override { Next(); }
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+  void Next() {
+    Ask<EvBlob>(ponger_, std::make_unique<EvBlob>(), absl::Seconds(30),
+                [this](const absl::StatusOr<EventPtr<EvBlob>>& reply) {
+                  if (!reply.ok()) {
+                    std::fprintf(stderr, "BM_RemoteAsk: %s\n", reply.status().ToString().c_str());
+                  }
+                  if (--left_ > 0 && reply.ok()) {
+                    Next();
+                  } else {
+                    done_->Notify();
+                    PassAway();
+                  }
+                });
+  }
+
+  ActorId ponger_;
+  int64_t left_;
+  troupe::Notification* done_;
+};
+
 const char* ProxyPool(const benchmark::State& state) { return state.range(0) == 0 ? "IC" : "User"; }
 
 // The certificate directory for a TLS variant ("" for TCP); nullopt after SkipWithError.
@@ -243,6 +274,37 @@ std::optional<std::string> CertificatesFor(benchmark::State& state, bool tls) {
   return TlsCertificates();
 }
 
+// Times `run` (which makes `round_trips` round trips, or skips the benchmark and returns false)
+// once per iteration; reports the items and the mean round trip (rtt_us).
+template <typename Run>
+void TimeRoundTrips(benchmark::State& state, int64_t round_trips, Run run) {
+  int64_t total = 0;
+  absl::Duration elapsed;
+  for (auto _ : state) {
+    const absl::Time start = absl::Now();
+    if (!run()) {
+      return;
+    }
+    elapsed += absl::Now() - start;
+    total += round_trips;
+  }
+  state.SetItemsProcessed(total);
+  state.counters["rtt_us"] = absl::ToDoubleMicroseconds(elapsed) / static_cast<double>(total);
+}
+
+// Registers `make(&done)` on `node` and waits for it to notify `done`; false (and skips the
+// benchmark) after 60 s.
+template <typename Make>
+bool RunUntilDone(benchmark::State& state, ActorSystem& node, Make make) {
+  troupe::Notification done;
+  node.Register(make(&done));
+  if (!done.WaitForNotificationWithTimeout(absl::Seconds(60))) {
+    state.SkipWithError("the round trips did not finish within 60 s");
+    return false;
+  }
+  return true;
+}
+
 void RemotePingPong(benchmark::State& state, bool tls) {
   const std::optional<std::string> certificates = CertificatesFor(state, tls);
   if (!certificates.has_value()) {
@@ -251,22 +313,43 @@ void RemotePingPong(benchmark::State& state, bool tls) {
   Pair pair(ProxyPool(state), *certificates);
   const ActorId ponger = pair.node(2).Register(std::make_unique<Ponger>());
   constexpr int64_t kRoundTrips = 2000;
-  int64_t total = 0;
-  absl::Duration elapsed;
-  for (auto _ : state) {
-    troupe::Notification done;
-    const absl::Time start = absl::Now();
-    pair.node(1).Register(std::make_unique<Pinger>(ponger, kRoundTrips, &done));
-    if (!done.WaitForNotificationWithTimeout(absl::Seconds(60))) {
-      state.SkipWithError("ping-pong did not finish within 60 s");
-      return;
-    }
-    elapsed += absl::Now() - start;
-    total += kRoundTrips;
-  }
-  state.SetItemsProcessed(total);
-  state.counters["rtt_us"] = absl::ToDoubleMicroseconds(elapsed) / static_cast<double>(total);
+  TimeRoundTrips(state, kRoundTrips, [&] {
+    return RunUntilDone(state, pair.node(1), [&](troupe::Notification* done) {
+      return std::make_unique<Pinger>(ponger, kRoundTrips, done);
+    });
+  });
 }
+
+// Remote asks, one at a time: from an actor (state.range(1) == 0, Actor::Ask) or from a plain
+// thread waiting on each future (troupe::Ask: a one-shot actor per ask). Compare with
+// BM_RemotePingPong, the same round trip by hand.
+void BM_RemoteAsk(benchmark::State& state) {
+  Pair pair(ProxyPool(state), "");
+  const ActorId ponger = pair.node(2).Register(std::make_unique<Ponger>());
+  const bool from_thread = state.range(1) != 0;
+  constexpr int64_t kAsks = 2000;
+  TimeRoundTrips(state, kAsks, [&] {
+    if (!from_thread) {
+      return RunUntilDone(state, pair.node(1), [&](troupe::Notification* done) {
+        return std::make_unique<AskingPinger>(ponger, kAsks, done);
+      });
+    }
+    for (int64_t i = 0; i < kAsks; ++i) {
+      if (!troupe::Ask<EvBlob>(pair.node(1), ponger, std::make_unique<EvBlob>(), absl::Seconds(30))
+               .get()
+               .ok()) {
+        state.SkipWithError("a remote ask failed");
+        return false;
+      }
+    }
+    return true;
+  });
+}
+BENCHMARK(BM_RemoteAsk)
+    ->ArgNames({"user_pool_proxies", "from_thread"})
+    ->ArgsProduct({{0}, {0, 1}})
+    ->UseRealTime();
+
 void BM_RemotePingPong(benchmark::State& state) { RemotePingPong(state, /*tls=*/false); }
 void BM_RemotePingPongTls(benchmark::State& state) { RemotePingPong(state, /*tls=*/true); }
 BENCHMARK(BM_RemotePingPong)
