@@ -9,8 +9,10 @@
 //
 // Lifetime: `ActorSystem::Register` takes ownership. The first event is Bootstrap, turned into a
 // call to `Bootstrap()`. The actor is destroyed after the handler that called `PassAway()` returns,
-// when a handler throws (the exception is logged with the actor id and event type and ends this
-// actor only), or when the system stops. Events still queued for it are then reported undelivered.
+// when a handler throws and it is top-level or its parent stops it (actors/supervision.h; the
+// exception is logged with the actor id and event type), or when the system stops. Events still
+// queued for it are then reported undelivered. An actor registered by another is its child and
+// ends before it.
 //
 // Thread-safety: actor-confined. Every protected member is to be called from the actor's own
 // handlers (or Bootstrap) only.

@@ -93,7 +93,7 @@ struct PoolCounters {
 struct ActorSystemCounters {
   // Events neither delivered nor reported (no tracking, no forward target).
   uint64_t dropped_events = 0;
-  // Actors ended by an exception escaping a handler.
+  // Exceptions that escaped a handler (each ended its actor, or went to its parent's strategy).
   uint64_t failed_actors = 0;
   // Mailboxes with at least one actor.
   uint64_t live_mailboxes = 0;

@@ -149,7 +149,7 @@ void Runtime::PublishNodeMetrics() {
         read(undelivered_[reason])));
   }
   add("troupe_failed_actors_total", MetricType::kCounter,
-      "Actors ended by an exception escaping a handler.",
+      "Exceptions that escaped a handler (each ended its actor or went to its parent).",
       [this] { return static_cast<int64_t>(failed_actors()); });
   add("troupe_live_mailboxes", MetricType::kGauge, "Mailboxes with at least one actor.",
       [this] { return static_cast<int64_t>(LiveMailboxes()); });
