@@ -216,8 +216,9 @@ class Runtime {
   void OnHandlerFailure(Actor* actor, EventType type, std::string what);
   // The parent's side: applies its strategy to the EvChildFailed `ev`. Throws to escalate.
   void Supervise(Actor* parent, EventHandlePtr& ev);
-  // The child's side of EvSupervise and EvStop.
+  // The child's side of EvSupervise and EvStop (OnDirectiveInScope, within the actor's log scope).
   void OnDirective(Mailbox* mailbox, Actor* actor, EventHandlePtr& ev, HandlerTrace* trace);
+  void OnDirectiveInScope(Mailbox* mailbox, Actor* actor, EventHandlePtr& ev, HandlerTrace* trace);
   // Replaces `old` by a new instance from its factory and bootstraps it; returns it, or null
   // when there is no factory or it made nothing.
   Actor* Restart(Mailbox* mailbox, Actor* old, HandlerTrace* trace);

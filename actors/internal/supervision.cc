@@ -16,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -231,6 +232,21 @@ void Runtime::Supervise(Actor* parent, EventHandlePtr& ev) {
 }
 
 void Runtime::OnDirective(Mailbox* mailbox, Actor* actor, EventHandlePtr& ev, HandlerTrace* trace) {
+  // Lines logged here (outside a handler) say which node and actor they are about, as a handler's
+  // would; the id is copied because a restart replaces the instance.
+  const ActorId self = actor->self_;
+  LogScope scope{.context = &log_context_,
+                 .actor = &self,
+                 .actor_class = &typeid(*actor),
+                 .trace_id = ev->trace_id(),
+                 .previous = tls_log_scope};
+  tls_log_scope = &scope;
+  OnDirectiveInScope(mailbox, actor, ev, trace);
+  tls_log_scope = scope.previous;
+}
+
+void Runtime::OnDirectiveInScope(Mailbox* mailbox, Actor* actor, EventHandlePtr& ev,
+                                 HandlerTrace* trace) {
   ActorExtras* extras = actor->extras_;
   const bool awaiting = extras != nullptr && extras->awaiting_directive;
   SupervisorDirective directive = SupervisorDirective::kStop;
