@@ -230,6 +230,12 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
       [system, base, register_options](const std::shared_ptr<PeerChannel>& channel) {
         return StartProxy(system, base, register_options, channel);
       });
+  // The router goes in before any session can come up (members are dialled next, the port opened
+  // after): an actor that answers an event from a new session must find a route back. On a failed
+  // start the destructor closes it.
+  ic->router_ = std::make_shared<Router>(system, ic->peers_, nameservice, limits.max_event_size,
+                                         config.max_queued_bytes() - config.max_unacked_bytes());
+  SetRemoteRouter(*system, ic->router_);
   if (!OpenMembers(*ic->peers_, *nameservice, self)) {
     return absl::ResourceExhaustedError("could not register the interconnect's proxies");
   }
@@ -248,9 +254,6 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
                                                own->port, ": ", port.status().message()));
   }
   ic->port_ = *port;
-  ic->router_ = std::make_shared<Router>(system, ic->peers_, nameservice, limits.max_event_size,
-                                         config.max_queued_bytes() - config.max_unacked_bytes());
-  SetRemoteRouter(*system, ic->router_);
   // A member that joins later is dialled (or awaited) from the moment the nameservice says so.
   ic->watch_ = nameservice->Watch(
       [peers = std::weak_ptr<PeerTable>(ic->peers_), names = nameservice.get(), self] {
