@@ -15,8 +15,8 @@
 // watchdog that reports handlers stuck past the pool's `stuck_threshold_ms`; Counters() shows it.
 //
 // Thread-safety: thread-safe. Send, Register, RegisterService, LookupService, Schedule, Suspend,
-// Resume and Counters may be called from any thread until Stop begins; calls made concurrently
-// with Stop or the destructor may be dropped (their events are freed).
+// Resume, the dead-letter calls and Counters may be called from any thread until Stop begins; calls
+// made concurrently with Stop or the destructor may be dropped (their events are freed).
 //
 // Example:
 //

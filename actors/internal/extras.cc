@@ -98,11 +98,22 @@ void ActorExtras::Farewell(Runtime& runtime, const ActorId& self) {
         watcher, self, std::make_unique<EvTerminated>(as, reason), kNoFlags, 0));
   }
   watchers.clear();
+  UnwatchAll(runtime, self);
+}
+
+void ActorExtras::UnwatchAll(Runtime& runtime, const ActorId& self) {
   for (const ActorId& target : watching) {
     runtime.Send(std::make_unique<EventHandle>(target, self, std::make_unique<EvUnwatch>(target),
                                                kNoFlags, 0));
   }
   watching.clear();
+}
+
+void ActorExtras::EndAsks() {
+  for (auto& [id, pending] : asks) {
+    pending.timeout.Cancel();
+  }
+  asks.clear();
 }
 
 void LostSystemEvent(Runtime& runtime, EventHandlePtr ev, UndeliveredReason reason) {

@@ -117,11 +117,17 @@ struct ActorExtras {
   void OnWatchRequest(const ActorId& self, EventHandle& ev);
   // For an actor that ends: tells its watchers, unwatches its targets.
   void Farewell(Runtime& runtime, const ActorId& self);
+  // Sends EvUnwatch to every target and forgets them (an actor that ends or restarts).
+  void UnwatchAll(Runtime& runtime, const ActorId& self);
+  // Drops every pending ask, cancelling its timer, without calling its continuation (a waiting
+  // coroutine's frame is destroyed here).
+  void EndAsks();
 };
 
-// Applies delivery rule 3 to the runtime's own events (EvWatch, EvUnwatch, EvTerminated,
-// EvDeadLetter), which are never dead letters: a lost EvWatch becomes the watcher's EvTerminated,
-// a lost EvDeadLetter unsubscribes its listener, the others end silently.
+// Applies delivery rule 3 to the runtime's own events (EvWatch, EvUnwatch, EvSupervise, EvStop,
+// EvChildFailed, EvTerminated, EvDeadLetter), which are never dead letters: a lost EvWatch becomes
+// the watcher's EvTerminated, a lost EvDeadLetter unsubscribes its listener, the others end
+// silently.
 void LostSystemEvent(Runtime& runtime, EventHandlePtr ev, UndeliveredReason reason);
 
 }  // namespace troupe::internal

@@ -534,12 +534,9 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
     for (EventHandlePtr& ev : held) {
       Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
     }
-    for (auto& [id, pending] : actor->extras_->asks) {
-      pending.timeout.Cancel();
-    }
     // Continuations die here, not in ~Actor: a waiting coroutine's frame is destroyed while its
     // actor is whole.
-    actor->extras_->asks.clear();
+    actor->extras_->EndAsks();
     actor->extras_->Farewell(*this, actor->self_);
   }
   const ActorId parent_to_wake = Unlink(actor);

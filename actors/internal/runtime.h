@@ -195,9 +195,9 @@ class Runtime {
   // the actor may have extras, which may consume `ev` (ActorExtras::Consume).
   template <bool kWithExtras>
   void Handle(Actor* actor, EventHandlePtr& ev, HandlerTrace* trace);
-  // Dispatch for EvSuspend, EvResume, EvWatch, EvUnwatch, EvSupervise, EvStop and the events of
-  // an actor with extras (internal/extras.h): suspended, asking, watching, watched, supervising or
-  // failed.
+  // Dispatch for EvSuspend, EvResume, EvWatch, EvUnwatch, EvSupervise, EvStop, EvChildFailed and
+  // the events of an actor with extras (internal/extras.h): suspended, asking, watching, watched,
+  // failed, or ended and waiting for its children.
   void DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, HandlerTrace* trace);
   void Destroy(Mailbox* mailbox, Actor* actor);
 
@@ -211,6 +211,8 @@ class Runtime {
   void WakeParent(const ActorId& parent, const ActorId& child);
   // For Destroy: true while `actor` must wait for its children (told to stop on the first call).
   bool WaitForChildren(Actor* actor);
+  // Sends EvStop from `parent` to each of `children`.
+  void StopChildren(const ActorId& parent, const std::vector<ActorId>& children);
   // A handler of `actor` threw `what` while handling `type`: a top-level actor ends, a child
   // waits for its parent's directive.
   void OnHandlerFailure(Actor* actor, EventType type, std::string what);

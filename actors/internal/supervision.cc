@@ -140,11 +140,14 @@ bool Runtime::WaitForChildren(Actor* actor) {
   }
   // Its events go to the slow path from now on (DispatchSlow: an ended actor handles nothing).
   actor->Extras();
-  for (const ActorId& child : actor->children_->Ids(/*stop=*/true)) {
-    Send(std::make_unique<EventHandle>(child, actor->self_, std::make_unique<EvStop>(), kNoFlags,
-                                       0));
-  }
+  StopChildren(actor->self_, actor->children_->Ids(/*stop=*/true));
   return true;
+}
+
+void Runtime::StopChildren(const ActorId& parent, const std::vector<ActorId>& children) {
+  for (const ActorId& child : children) {
+    Send(std::make_unique<EventHandle>(child, parent, std::make_unique<EvStop>(), kNoFlags, 0));
+  }
 }
 
 void Runtime::OnHandlerFailure(Actor* actor, EventType type, std::string what) {
@@ -302,20 +305,10 @@ Actor* Runtime::Restart(Mailbox* mailbox, Actor* old, HandlerTrace* trace) {
   }
   // What the old instance started ends with it: asks, watches and children. Its watchers, parent,
   // factory and held events stay with the id.
-  for (auto& [id, pending] : extras->asks) {
-    pending.timeout.Cancel();
-  }
-  extras->asks.clear();
-  for (const ActorId& target : extras->watching) {
-    Send(std::make_unique<EventHandle>(target, old->self_, std::make_unique<EvUnwatch>(target),
-                                       kNoFlags, 0));
-  }
-  extras->watching.clear();
+  extras->EndAsks();
+  extras->UnwatchAll(*this, old->self_);
   if (old->children_ != nullptr) {
-    for (const ActorId& child : old->children_->Ids()) {
-      Send(std::make_unique<EventHandle>(child, old->self_, std::make_unique<EvStop>(), kNoFlags,
-                                         0));
-    }
+    StopChildren(old->self_, old->children_->Ids());
   }
   extras->awaiting_directive = false;
   extras->failed = false;
