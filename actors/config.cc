@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -54,6 +55,45 @@ absl::Status CheckRange(absl::string_view field, T value, T low, T high) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateEtcd(const proto::InterconnectConfig& ic) {
+  if (!ic.has_etcd()) {
+    return absl::OkStatus();
+  }
+  const proto::EtcdConfig& etcd = ic.etcd();
+  if (ic.nodes_size() > 0) {
+    return FieldError("interconnect.etcd",
+                      "membership is either the static table (interconnect.nodes) or etcd, "
+                      "not both");
+  }
+  if (!absl::StartsWith(etcd.endpoint(), "http://") || etcd.endpoint().size() <= 7) {
+    return FieldError("interconnect.etcd.endpoint",
+                      absl::StrCat("must be etcd's client URL, \"http://host:port\", got \"",
+                                   etcd.endpoint(), "\""));
+  }
+  if (etcd.has_lease_ttl_s()) {
+    if (absl::Status s =
+            CheckRange<uint32_t>("interconnect.etcd.lease_ttl_s", etcd.lease_ttl_s(), 2, 3600);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (etcd.has_connect_timeout_ms()) {
+    if (absl::Status s = CheckRange<uint64_t>("interconnect.etcd.connect_timeout_ms",
+                                              etcd.connect_timeout_ms(), 100, 600'000);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (ic.listen().has_port()) {
+    if (absl::Status s =
+            CheckRange<uint32_t>("interconnect.listen.port", ic.listen().port(), 0, 65535);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateInterconnect(const proto::InterconnectConfig& ic) {
   absl::flat_hash_set<uint32_t> ids;
   for (int i = 0; i < ic.nodes_size(); ++i) {
@@ -71,6 +111,9 @@ absl::Status ValidateInterconnect(const proto::InterconnectConfig& ic) {
       return FieldError(absl::StrCat(field, ".node_id"),
                         absl::StrCat("node ", node.node_id(), " is listed twice"));
     }
+    if (node.client()) {
+      continue;  // a client only dials: it has no address
+    }
     if (node.host().empty()) {
       return FieldError(absl::StrCat(field, ".host"), "must not be empty");
     }
@@ -81,6 +124,9 @@ absl::Status ValidateInterconnect(const proto::InterconnectConfig& ic) {
         !s.ok()) {
       return s;
     }
+  }
+  if (absl::Status s = ValidateEtcd(ic); !s.ok()) {
+    return s;
   }
   // It travels in every handshake, which has a limit of 4096 bytes.
   if (ic.cluster_id().size() > kMaxClusterIdSize) {
@@ -383,6 +429,22 @@ proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
   }
   if (!ic.has_max_redial_delay_ms()) {
     ic.set_max_redial_delay_ms(std::max<uint64_t>(10'000, ic.heartbeat_interval_ms()));
+  }
+  if (ic.has_etcd()) {
+    proto::EtcdConfig& etcd = *ic.mutable_etcd();
+    if (!etcd.has_lease_ttl_s()) {
+      etcd.set_lease_ttl_s(5);
+    }
+    if (!etcd.has_connect_timeout_ms()) {
+      etcd.set_connect_timeout_ms(10'000);
+    }
+    proto::NodeAddress& listen = *ic.mutable_listen();
+    if (listen.host().empty() && !listen.client()) {
+      listen.set_host("127.0.0.1");
+    }
+    if (!listen.has_port() && !listen.client()) {
+      listen.set_port(0);
+    }
   }
   return full;
 }

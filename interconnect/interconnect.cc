@@ -52,12 +52,26 @@ uint64_t RandomIncarnation() {
   return value;
 }
 
+// Whether `self` dials `peer`: a client dials every node that listens and is never dialled; of
+// two nodes that listen, the lower id dials.
+bool Dials(const Nameservice& nameservice, NodeId self, NodeId peer) {
+  const std::optional<NodeEndpoint> own = nameservice.Local(self);
+  const std::optional<NodeEndpoint> other = nameservice.Resolve(peer);
+  if (other.has_value() && other->client) {
+    return false;
+  }
+  if (own.has_value() && own->client) {
+    return true;
+  }
+  return self < peer;
+}
+
 // Registers the proxy of a new channel and its ServiceId; leaves nothing running on failure.
 ActorId StartProxy(ActorSystem* system, const SessionSettings& base, const RegisterOptions& options,
                    const std::shared_ptr<PeerChannel>& channel) {
   SessionSettings settings = base;
   settings.peer = channel->node;
-  settings.dials = base.identity.node < channel->node;
+  settings.dials = Dials(*base.nameservice, base.identity.node, channel->node);
   const ActorId proxy = system->Register(MakeProxy(std::move(settings), channel), options);
   if (proxy.IsEmpty()) {
     return proxy;
@@ -83,6 +97,22 @@ bool OpenMembers(PeerTable& peers, const Nameservice& nameservice, NodeId self) 
     }
   }
   return all;
+}
+
+// After a change of the table: opens channels for new members and tells each proxy whose peer
+// left, or came back, so (EvMembership).
+void FollowMembers(ActorSystem& system, PeerTable& peers, const Nameservice& nameservice,
+                   NodeId self) {
+  (void)OpenMembers(peers, nameservice, self);
+  for (const std::shared_ptr<PeerChannel>& channel : peers.Channels()) {
+    const bool listed = nameservice.Resolve(channel->node).has_value();
+    if (channel->listed.exchange(listed, std::memory_order_relaxed) != listed) {
+      TROUPE_LOG(kInfo, kInterconnect)
+          << "node " << channel->node
+          << (listed ? " joined the cluster again" : " left the cluster");
+      system.Send(channel->proxy, std::make_unique<EvMembership>(listed));
+    }
+  }
 }
 
 // SessionCounters as a view of the troupe_session_* metrics.
@@ -151,7 +181,7 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   std::shared_ptr<Nameservice> nameservice = options.nameservice != nullptr
                                                  ? std::move(options.nameservice)
                                                  : StaticNameservice::FromConfig(config);
-  const std::optional<NodeEndpoint> own = nameservice->Resolve(self);
+  const std::optional<NodeEndpoint> own = nameservice->Local(self);
   if (!own.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("interconnect.nodes: no entry for this node (node_id ", self, ")"));
@@ -248,22 +278,36 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   if (ic->listener_.IsEmpty()) {
     return absl::ResourceExhaustedError("could not register the interconnect's listener");
   }
-  absl::StatusOr<uint16_t> port = ic->transport_->Listen(own->host, own->port, ic->listener_);
-  if (!port.ok()) {
-    return absl::UnavailableError(absl::StrCat("interconnect: cannot listen on ", own->host, ":",
-                                               own->port, ": ", port.status().message()));
+  if (!own->client) {
+    absl::StatusOr<uint16_t> port = ic->transport_->Listen(own->host, own->port, ic->listener_);
+    if (!port.ok()) {
+      return absl::UnavailableError(absl::StrCat("interconnect: cannot listen on ", own->host, ":",
+                                                 own->port, ": ", port.status().message()));
+    }
+    ic->port_ = *port;
   }
-  ic->port_ = *port;
-  // A member that joins later is dialled (or awaited) from the moment the nameservice says so.
+  // A member that joins later is dialled (or awaited) from the moment the nameservice says so; one
+  // that leaves is gone.
   ic->watch_ = nameservice->Watch(
-      [peers = std::weak_ptr<PeerTable>(ic->peers_), names = nameservice.get(), self] {
+      [system, peers = std::weak_ptr<PeerTable>(ic->peers_), names = nameservice.get(), self] {
         if (std::shared_ptr<PeerTable> alive = peers.lock(); alive != nullptr) {
-          (void)OpenMembers(*alive, *names, self);
+          FollowMembers(*system, *alive, *names, self);
         }
       });
+  NodeEndpoint announced = *own;
+  announced.node = self;
+  announced.port = ic->port_;
+  if (absl::Status status = nameservice->Announce(announced); !status.ok()) {
+    return status;
+  }
+  // A change between the first OpenMembers and the watch is caught up here.
+  FollowMembers(*system, *ic->peers_, *nameservice, self);
   TROUPE_LOG(kInfo, kInterconnect)
-      << "node " << self << " listening on " << own->host << ":" << ic->port_ << " (cluster \""
-      << identity.cluster_id << "\", " << ic->peers_->Channels().size() << " peers)";
+      << "node " << self
+      << (own->client ? std::string(" dials only (a client)")
+                      : absl::StrCat(" listening on ", own->host, ":", ic->port_))
+      << " (cluster \"" << identity.cluster_id << "\", " << ic->peers_->Channels().size()
+      << " peers)";
   return ic;
 }
 

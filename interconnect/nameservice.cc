@@ -7,8 +7,10 @@ std::shared_ptr<StaticNameservice> StaticNameservice::FromConfig(
     const proto::InterconnectConfig& config) {
   std::vector<NodeEndpoint> members;
   for (const proto::NodeAddress& node : config.nodes()) {
-    members.push_back(
-        {.node = node.node_id(), .host = node.host(), .port = static_cast<uint16_t>(node.port())});
+    members.push_back({.node = node.node_id(),
+                       .host = node.host(),
+                       .port = static_cast<uint16_t>(node.port()),
+                       .client = node.client()});
   }
   return std::make_shared<StaticNameservice>(members);
 }
@@ -40,13 +42,7 @@ std::vector<NodeEndpoint> StaticNameservice::Members() const {
 }
 
 NameserviceWatch StaticNameservice::Watch(std::function<void()> on_change) {
-  troupe::MutexLock lock(&notify_mu_);
-  const uint64_t id = next_watch_++;
-  watchers_.emplace(id, std::move(on_change));
-  return NameserviceWatch([this, id] {
-    troupe::MutexLock lock(&notify_mu_);
-    watchers_.erase(id);
-  });
+  return watchers_.Add(std::move(on_change));
 }
 
 void StaticNameservice::Set(const NodeEndpoint& endpoint) {
@@ -54,7 +50,7 @@ void StaticNameservice::Set(const NodeEndpoint& endpoint) {
     troupe::MutexLock lock(&mu_);
     members_[endpoint.node] = endpoint;
   }
-  Notify();
+  watchers_.Notify();
 }
 
 void StaticNameservice::Remove(NodeId node) {
@@ -62,11 +58,21 @@ void StaticNameservice::Remove(NodeId node) {
     troupe::MutexLock lock(&mu_);
     members_.erase(node);
   }
-  Notify();
+  watchers_.Notify();
 }
 
-void StaticNameservice::Notify() {
-  troupe::MutexLock lock(&notify_mu_);
+NameserviceWatch NameserviceWatchers::Add(std::function<void()> on_change) {
+  troupe::MutexLock lock(&mu_);
+  const uint64_t id = next_++;
+  watchers_.emplace(id, std::move(on_change));
+  return NameserviceWatch([this, id] {
+    troupe::MutexLock lock(&mu_);
+    watchers_.erase(id);
+  });
+}
+
+void NameserviceWatchers::Notify() {
+  troupe::MutexLock lock(&mu_);
   for (const auto& [id, watcher] : watchers_) {
     watcher();
   }

@@ -7,11 +7,16 @@
 //
 // StaticNameservice is the embedded default: the config's `interconnect.nodes` table, which the
 // program may change at run time with Set and Remove (a node added to a running cluster is dialled
-// by the nodes that learn of it). Other implementations (a membership service) plug in through
-// InterconnectOptions::nameservice.
+// by the nodes that learn of it). EtcdNameservice (etcd_nameservice.h) keeps the table in etcd.
+// Other implementations plug in through InterconnectOptions::nameservice.
 //
-// Removing a node from the table stops new connections from it; a session already up with it
-// lives on until it ends by itself (a dead peer times out).
+// A node that leaves the table is gone: its session ends at once (tracked events get
+// Undelivered{kDisconnected}, session subscribers EvNodeDisconnected, watchers of its actors
+// EvTerminated{kNodeLost}), new connections from it are refused and events for it get
+// Undelivered{kNoRoute}. If it joins again, it is dialled (or awaited) again.
+//
+// A client node (NodeEndpoint::client) never listens: it dials every member that listens, and
+// they reach it over those connections. Two clients have no session with each other.
 //
 // Thread-safety: implementations are thread-safe. Watchers are called on the thread that changed
 // the table, one at a time; they may call Resolve and Members, must not block, and must not start
@@ -34,6 +39,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include "actors/actor_id.h"
@@ -46,6 +52,8 @@ struct NodeEndpoint {
   NodeId node = 0;
   std::string host;
   uint16_t port = 0;
+  // Dials, never listens: host and port are unused.
+  bool client = false;
   friend bool operator==(const NodeEndpoint&, const NodeEndpoint&) = default;
 };
 
@@ -93,6 +101,38 @@ class Nameservice {
   virtual std::vector<NodeEndpoint> Members() const = 0;
   // Calls `on_change` after every change of the table, until the returned watch goes.
   [[nodiscard]] virtual NameserviceWatch Watch(std::function<void()> on_change) = 0;
+
+  // Where node `self` is to listen (port 0: any free port), or that it is a client; nullopt when
+  // this nameservice has no place for it. The default: its entry in the table.
+  virtual std::optional<NodeEndpoint> Local(NodeId self) const { return Resolve(self); }
+  // Called by the interconnect once node `self.node` listens at `self` (the port bound), or at
+  // start for a client: a membership service publishes the node here, so the others find it.
+  // An error fails Interconnect::Start. The default does nothing (the table lists the node).
+  virtual absl::Status Announce(const NodeEndpoint& self) {
+    (void)self;
+    return absl::OkStatus();
+  }
+};
+
+// The watchers of a nameservice, for implementations: Add returns the watch, Notify calls every
+// watcher in turn. A cancelled watch returns only when no call to it is in progress.
+class NameserviceWatchers {
+ public:
+  NameserviceWatchers() = default;
+  NameserviceWatchers(const NameserviceWatchers&) = delete;
+  NameserviceWatchers& operator=(const NameserviceWatchers&) = delete;
+  NameserviceWatchers(NameserviceWatchers&&) = delete;
+  NameserviceWatchers& operator=(NameserviceWatchers&&) = delete;
+
+  // The watch must go before this object does.
+  [[nodiscard]] NameserviceWatch Add(std::function<void()> on_change);
+  void Notify();
+
+ private:
+  // Held while watchers run.
+  troupe::Mutex mu_;
+  uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::function<void()>> watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 // A table kept in memory: the config's node table, changed by the program.
@@ -112,15 +152,9 @@ class StaticNameservice final : public Nameservice {
   void Remove(NodeId node);
 
  private:
-  void Notify();
-
   mutable troupe::Mutex mu_;
   std::map<NodeId, NodeEndpoint> members_ ABSL_GUARDED_BY(mu_);
-  // Watchers by id; `notify_mu_` is held while they run, so a cancelled watch returns only when no
-  // call to it is in progress.
-  troupe::Mutex notify_mu_;
-  uint64_t next_watch_ ABSL_GUARDED_BY(notify_mu_) = 1;
-  std::map<uint64_t, std::function<void()>> watchers_ ABSL_GUARDED_BY(notify_mu_);
+  NameserviceWatchers watchers_;
 };
 
 }  // namespace troupe::interconnect

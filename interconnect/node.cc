@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
+#include "actors/config.h"
 #include "actors/log.h"
 
 namespace troupe {
@@ -50,7 +51,31 @@ void WaitUntilQuiet(const ActorSystem& system, absl::Time deadline) {
 
 absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig& config,
                                                   NodeOptions options) {
-  absl::StatusOr<std::unique_ptr<ActorSystem>> system = ActorSystem::Create(config);
+  std::shared_ptr<interconnect::EtcdNameservice> membership;
+  proto::ActorSystemConfig joined;
+  const bool etcd = config.interconnect().has_etcd() && options.interconnect.nameservice == nullptr;
+  if (etcd) {
+    // The id comes from etcd before the system exists; the config is checked first, so a bad
+    // field is named before anything is asked of etcd.
+    if (absl::Status valid = ValidateConfig(config); !valid.ok()) {
+      return valid;
+    }
+    absl::StatusOr<std::shared_ptr<interconnect::EtcdNameservice>> connected =
+        interconnect::EtcdNameservice::Connect(
+            interconnect::EtcdNameservice::OptionsFromConfig(config.interconnect()));
+    if (!connected.ok()) {
+      return connected.status();
+    }
+    membership = std::move(*connected);
+    absl::StatusOr<NodeId> id = membership->Join(config.has_node_id() ? config.node_id() : 0);
+    if (!id.ok()) {
+      return id.status();
+    }
+    joined = config;
+    joined.set_node_id(*id);
+    options.interconnect.nameservice = membership;
+  }
+  absl::StatusOr<std::unique_ptr<ActorSystem>> system = ActorSystem::Create(etcd ? joined : config);
   if (!system.ok()) {
     return system.status();
   }
@@ -58,6 +83,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig
   const LogBinding binding(&(*system)->log_context());
   auto node = std::unique_ptr<Node>(new Node());
   node->id_ = (*system)->node_id();
+  node->membership_ = std::move(membership);
   node->system_ = std::move(*system);
   if (options.on_system_start) {
     if (absl::Status status = options.on_system_start(*node->system_); !status.ok()) {
@@ -117,6 +143,9 @@ Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {
     report.flushed = drained.flushed;
     report.reported = drained.reported;
     interconnect_.reset();
+    if (membership_ != nullptr) {
+      membership_->Leave();
+    }
     if (drained.reported > 0) {
       WaitUntilQuiet(*system_, absl::Now() + timeout);
     }

@@ -8,18 +8,22 @@
 // Lifecycle:
 //   | call                  | does                                                               |
 //   |-----------------------|--------------------------------------------------------------------|
-//   | Start(config)         | validates the config, creates the ActorSystem, runs                |
+//   | Start(config)         | validates the config; with interconnect.etcd, joins the membership |
+//   |                       | in etcd (an id from etcd when the config sets no node_id; see      |
+//   |                       | etcd_nameservice.h); creates the ActorSystem, runs                 |
 //   |                       | on_system_start (register services there), starts the interconnect |
-//   |                       | when config.interconnect() lists nodes (the node is then listening |
-//   |                       | and dialling every member), then the monitoring server when        |
+//   |                       | when config.interconnect() lists nodes or has etcd (the node is    |
+//   |                       | then listening, published, and dialling every member), then the    |
+//   |                       | monitoring server when                                             |
 //   |                       | config.monitoring() has a port (monitoring.h: GET /metrics); on    |
 //   |                       | failure nothing is left running and the status names the field or |
 //   |                       | the cause                                                          |
 //   | WaitForPeer(s)        | blocks until sessions are up, with a timeout (interconnect.h)      |
 //   | Shutdown(timeout)     | stops the monitoring server, drains the interconnect (events held  |
 //   |                       | for peers are acknowledged or reported Undelivered{kShutdown}),    |
-//   |                       | destroys it, lets the actors handle those reports, then stops the  |
-//   |                       | ActorSystem (actors are destroyed, their destructors run);         |
+//   |                       | destroys it, leaves the etcd membership (the others see the node   |
+//   |                       | leave at once), lets the actors handle those reports, then stops   |
+//   |                       | the ActorSystem (actors are destroyed, their destructors run);     |
 //   |                       | idempotent                                                         |
 //   | ~Node                 | Shutdown(absl::ZeroDuration()) unless it ran                       |
 // The MonitoringServer and the Interconnect are destroyed before the ActorSystem by construction;
@@ -49,6 +53,7 @@
 
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
+#include "interconnect/etcd_nameservice.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/monitoring.h"
 #include "proto/config.pb.h"
@@ -122,6 +127,8 @@ class Node {
   Node() = default;
 
   NodeId id_ = 0;
+  // With interconnect.etcd: the membership, left at Shutdown after the drain.
+  std::shared_ptr<interconnect::EtcdNameservice> membership_;
   std::unique_ptr<ActorSystem> system_;
   // Declared after the system, so that they are destroyed first even if Shutdown never ran.
   std::unique_ptr<interconnect::Interconnect> interconnect_;

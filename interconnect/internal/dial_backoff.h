@@ -21,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
 namespace troupe::interconnect {
@@ -85,6 +86,13 @@ class DialBackoff {
   void NoteFailure(std::string why) { last_failure_ = std::move(why); }
   const std::string& last_failure() const { return last_failure_; }
   bool ever_connected() const { return ever_connected_; }
+  // Why the proxy gives up on a session after trying for `waited` (the line that ends it).
+  std::string GaveUp(absl::Duration waited) const {
+    return absl::StrCat(
+        ever_connected_ ? "could not reach it again for " : "never connected, tried for ",
+        absl::FormatDuration(waited),
+        last_failure_.empty() ? "" : absl::StrCat(" (last: ", last_failure_, ")"));
+  }
 
   // A connection carries the session.
   void LinkUp() {

@@ -34,6 +34,7 @@ enum InternalEventType : EventType {
   kEvHandoverEnd,
   kEvSubscribeSession,
   kEvCloseSession,
+  kEvMembership,
   kEvInternalEnd,
 };
 static_assert(InEventSpace(kEvInternalEnd - 1, kInterconnectEventSpace));
@@ -89,6 +90,13 @@ struct EvCloseSession final : EventLocal<EvCloseSession, kEvCloseSession> {
   explicit EvCloseSession(std::function<void(uint64_t reported)> on_done)
       : done(std::move(on_done)) {}
   std::function<void(uint64_t reported)> done;
+};
+
+// The peer left the nameservice's table (`member` false): the session ends and the proxy neither
+// dials nor takes events until it is back (`member` true).
+struct EvMembership final : EventLocal<EvMembership, kEvMembership> {
+  explicit EvMembership(bool is_member) : member(is_member) {}
+  bool member;
 };
 
 }  // namespace troupe::interconnect

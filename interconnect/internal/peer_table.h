@@ -82,6 +82,9 @@ struct PeerChannel {
   std::atomic<uint64_t> held_bytes{0};
   // `stats` in the node's registry, labelled peer (see PublishMetrics).
   std::vector<MetricsRegistry::Registration> metrics;
+  // The peer is in the nameservice's table, as the interconnect's watcher last told the proxy
+  // (EvMembership). Written by that watcher only.
+  std::atomic<bool> listed{true};
 
   // Charges `bytes` to the budget unless that would take it past `limit`; returns whether it did.
   bool Admit(uint64_t bytes, uint64_t limit) {

@@ -7,7 +7,6 @@
 #include <string>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +18,7 @@
 #include "interconnect/internal/dial_backoff.h"
 #include "interconnect/internal/events.h"
 #include "interconnect/internal/handover.h"
+#include "interconnect/internal/session_subscribers.h"
 #include "interconnect/internal/wire.h"
 
 namespace troupe::interconnect {
@@ -71,6 +71,7 @@ class Proxy final : public Actor {
       TROUPE_HFUNC(EvHandoverEnd, HandleHandoverEnd);
       TROUPE_HFUNC(EvWakeup, HandleTick);
       TROUPE_HFUNC(EvCloseSession, HandleClose);
+      TROUPE_HFUNC(EvMembership, HandleMembership);
       case EvSubscribeSession::kEventType:
         Subscribe(ev->sender());
         break;
@@ -88,8 +89,8 @@ class Proxy final : public Actor {
   // -- events from the router --------------------------------------------------------------------
 
   void HandleKick(EventPtr<EvKick> /*ev*/) {
-    if (closed_) {
-      channel_->ReportQueued(*system(), UndeliveredReason::kShutdown);
+    if (refusing_.has_value()) {
+      channel_->ReportQueued(*system(), *refusing_);
       return;
     }
     NoteWaiting();
@@ -115,22 +116,20 @@ class Proxy final : public Actor {
   // Adds `who` to the session's subscribers; a new one hears at once that the session is up (or
   // that it is closed for good).
   void Subscribe(const ActorId& who) {
-    if (closed_) {
+    if (refusing_.has_value()) {
       Send(who, std::make_unique<EvNodeDisconnected>(settings_.peer));
       return;
     }
     NoteWaiting();
-    if (subscribers_.insert(who).second && session_up()) {
-      Send(who, std::make_unique<EvNodeConnected>(settings_.peer));
-    }
+    subscribers_.Add(*system(), who, session_up());
   }
 
   // Drain: everything held is reported Undelivered{kShutdown} (unsure if sent and not
   // acknowledged), the connection closes, and later events are refused the same way.
   void HandleClose(EventPtr<EvCloseSession> ev) {
     uint64_t reported = 0;
-    if (!closed_) {
-      closed_ = true;
+    if (!closed()) {
+      refusing_ = UndeliveredReason::kShutdown;
       reported = EndSession("the interconnect is shutting down", /*keep_queued=*/false,
                             UndeliveredReason::kShutdown) +
                  channel_->ReportQueued(*system(), UndeliveredReason::kShutdown);
@@ -141,11 +140,23 @@ class Proxy final : public Actor {
     }
   }
 
+  // The peer left the table: the session ends; events for it are refused until it is back.
+  void HandleMembership(EventPtr<EvMembership> ev) {
+    if (!closed()) {
+      refusing_ = ev.Get()->member ? std::nullopt : std::optional(UndeliveredReason::kNoRoute);
+    }
+    if (refusing_ == UndeliveredReason::kNoRoute && (session_up() || HasPendingWork())) {
+      EndSession("it left the cluster");
+      DropConnection();
+    }
+    Dial();
+  }
+
   // -- connections -------------------------------------------------------------------------------
 
   // Starts an outgoing handshake actor when this side dials and no connection is up or coming.
   void Dial() {
-    if (closed_ || !settings_.dials || link_ != Link::kNone || !backoff_.MayDial(Now())) {
+    if (refusing_ || !settings_.dials || link_ != Link::kNone || !backoff_.MayDial(Now())) {
       return;
     }
     std::optional<NodeEndpoint> endpoint = settings_.nameservice->Resolve(settings_.peer);
@@ -170,7 +181,7 @@ class Proxy final : public Actor {
   // A handshake actor hands over a checked connection (handover.h).
   void HandleHandshakeDone(EventPtr<EvHandshakeDone> ev) {
     const EvHandshakeDone& done = *ev.Get();
-    if (closed_ || (!done.incoming && (link_ != Link::kDialing || ev->sender() != handshake_))) {
+    if (refusing_ || (!done.incoming && (link_ != Link::kDialing || ev->sender() != handshake_))) {
       settings_.transport->Close(done.connection);  // a dial we gave up on, or a closed session
       return;
     }
@@ -306,9 +317,7 @@ class Proxy final : public Actor {
     channel_->SetSessionUp(true);
     TROUPE_LOG(kInfo, kInterconnect)
         << "session with " << Peer() << " up (peer incarnation " << peer_incarnation_ << ")";
-    for (const ActorId& subscriber : subscribers_) {
-      Send(subscriber, std::make_unique<EvNodeConnected>(settings_.peer));
-    }
+    subscribers_.Connected(*system());
     return false;
   }
 
@@ -442,7 +451,7 @@ class Proxy final : public Actor {
 
   // Heartbeats, dead-peer detection, redialling.
   void HandleTick(EventPtr<EvWakeup> ev) {
-    if (closed_) {
+    if (closed()) {
       return;  // no more ticks: the proxy only refuses from now on
     }
     if (ev.Get()->tag == kRedial) {
@@ -466,12 +475,7 @@ class Proxy final : public Actor {
     } else if (!pending) {
       waiting_since_ = now;
     } else if (now - waiting_since_ > settings_.dead_timeout) {
-      EndSession(absl::StrCat(backoff_.ever_connected() ? "could not reach it again for "
-                                                        : "never connected, tried for ",
-                              absl::FormatDuration(now - waiting_since_),
-                              backoff_.last_failure().empty()
-                                  ? ""
-                                  : absl::StrCat(" (last: ", backoff_.last_failure(), ")")));
+      EndSession(backoff_.GaveUp(now - waiting_since_));
     }
     if (link_ == Link::kUp && now - last_written_ >= settings_.heartbeat) {
       WriteControlFrame();
@@ -514,10 +518,7 @@ class Proxy final : public Actor {
                           : std::string())
           << ")";
     }
-    for (const ActorId& subscriber : subscribers_) {
-      Send(subscriber, std::make_unique<EvNodeDisconnected>(settings_.peer));
-    }
-    subscribers_.clear();
+    subscribers_.Disconnected(*system());
     peer_incarnation_ = 0;
     waiting_since_ = Now();
     channel_->NoteFailure(had_session ? "session ended: " + std::string(reason)
@@ -572,7 +573,6 @@ class Proxy final : public Actor {
     link_progress_ = true;
     ResetFailures();
   }
-
   void ResetFailures() {
     if (backoff_.Reset()) {
       Stats::Set(stats_.failed_links, 0);
@@ -594,7 +594,6 @@ class Proxy final : public Actor {
     }
     ResetLink();
   }
-
   void ResetLink() {
     if (link_ != Link::kDialing) {
       link_ = Link::kNone;
@@ -613,9 +612,10 @@ class Proxy final : public Actor {
   InboundStream in_;
   uint64_t ack_sent_ = 0;
   uint64_t peer_incarnation_ = 0;
-  absl::flat_hash_set<ActorId> subscribers_;
-  // Drained (EvCloseSession): everything is refused from now on.
-  bool closed_ = false;
+  SessionSubscribers subscribers_{settings_.peer};
+  // Why events are refused: kShutdown once drained, kNoRoute while the peer left the table.
+  std::optional<UndeliveredReason> refusing_;
+  bool closed() const { return refusing_ == UndeliveredReason::kShutdown; }
 
   // The connection carrying it, and the handshake actor dialling one (kDialing).
   Link link_ = Link::kNone;

@@ -2,7 +2,9 @@
 //
 // The nameservice seam under the deterministic runtime: a node that joins the table of a running
 // cluster gets sessions (from the watch, or from the first event routed to it), a node that is not
-// a member is refused both ways, and the peer table only grows.
+// a member is refused both ways, the peer table only grows, a node that leaves the table is gone
+// (and found again when it comes back), and a client node that never listens is reached over the
+// connections it dials.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +16,7 @@
 
 #include "actors/events.h"
 #include "actors/log.h"
+#include "actors/session_events.h"
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
@@ -129,6 +132,56 @@ TEST(MembershipTest, ANodeOutsideTheAcceptorsTableIsRefused) {
 
   names2->Set(Endpoint(1));  // admitted: the next dial goes through
   ASSERT_TRUE(rt.DispatchUntil([&] { return cluster->Up(1, 2); }, Within(absl::Seconds(5))));
+}
+
+TEST(MembershipTest, ANodeThatLeavesTheTableIsGoneUntilItComesBack) {
+  auto names1 = Table({1, 2});
+  auto names2 = Table({1, 2});
+  auto cluster = Cluster({nullptr, names1, names2});
+  TestRuntime& rt = *cluster->runtime;
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster->Up(1, 2); }, Within(absl::Seconds(5))));
+  const ActorId subscriber = rt.AllocateEdgeActor(1);
+  ASSERT_TRUE(cluster->ics[1]->SubscribeSession(2, subscriber).ok());
+  ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeConnected>(subscriber, Within(absl::Seconds(1))));
+
+  CapturingLogSink logs;
+  names1->Remove(2);  // node 2 leaves node 1's table (its lease expired, say)
+  auto lost = rt.GrabEdgeEvent<EvNodeDisconnected>(subscriber, Within(absl::Seconds(1)));
+  ASSERT_TRUE(lost) << "the session ended at once, not after the dead-peer timeout";
+  EXPECT_EQ(lost->node, 2u);
+  EXPECT_TRUE(logs.Contains("node 2 left the cluster"));
+  EXPECT_FALSE(cluster->Session(1, 2).up);
+  EventHandlePtr refused = Ping(*cluster, 1, 2);
+  ASSERT_NE(refused, nullptr);
+  ASSERT_EQ(refused->type(), kEvUndelivered);
+  EXPECT_EQ(refused->Get<EvUndelivered>()->reason, UndeliveredReason::kNoRoute);
+  rt.DispatchEvents(Within(absl::Seconds(2)));
+  EXPECT_FALSE(cluster->Session(1, 2).connected) << "node 2's dials are refused meanwhile";
+
+  names1->Set(Endpoint(2));  // back: dialled again, a new session
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster->Up(1, 2); }, Within(absl::Seconds(5))));
+  EventHandlePtr pong = Ping(*cluster, 1, 2);
+  ASSERT_NE(pong, nullptr);
+  EXPECT_EQ(pong->type(), EvIcPong::kEventType) << pong->ToString();
+}
+
+TEST(MembershipTest, AClientNodeDialsAndIsReachedOverItsOwnConnection) {
+  // Node 1 is a client: it has no address and never listens; node 2 (higher id) would otherwise
+  // be the one waiting to be dialled.
+  const NodeEndpoint client{.node = 1, .host = "", .port = 0, .client = true};
+  auto names1 = std::make_shared<StaticNameservice>(std::vector<NodeEndpoint>{client, Endpoint(2)});
+  auto names2 = std::make_shared<StaticNameservice>(std::vector<NodeEndpoint>{client, Endpoint(2)});
+  auto cluster = Cluster({nullptr, names1, names2});
+  TestRuntime& rt = *cluster->runtime;
+  EXPECT_EQ(cluster->ics[1]->port(), 0) << "a client listens nowhere";
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster->Up(1, 2) && cluster->Up(2, 1); },
+                               Within(absl::Seconds(5))));
+  for (const auto& [from, to] : {std::pair<NodeId, NodeId>{1, 2}, {2, 1}}) {
+    EventHandlePtr pong = Ping(*cluster, from, to);
+    ASSERT_NE(pong, nullptr);
+    EXPECT_EQ(pong->type(), EvIcPong::kEventType) << from << "->" << to << ": " << pong->ToString();
+  }
+  EXPECT_EQ(cluster->Session(1, 2).connections, 1u) << "one connection, dialled by the client";
 }
 
 }  // namespace

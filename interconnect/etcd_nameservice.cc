@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "interconnect/etcd_nameservice.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/util/json_util.h"
+
+#include "actors/log.h"
+#include "interconnect/internal/etcd_client.h"
+#include "proto/etcd.pb.h"
+
+namespace troupe::interconnect {
+namespace {
+
+// Largest node id (actors/actor_id.h: 20 bits).
+constexpr NodeId kLastNodeId = (1u << 20) - 1;
+// Pause between attempts while etcd is unreachable.
+constexpr absl::Duration kRetry = absl::Seconds(1);
+// A watch with nothing to say for this long is ended and made again (after a fresh read).
+constexpr absl::Duration kQuietWatch = absl::Seconds(30);
+
+std::optional<NodeId> ParseId(std::string_view text) {
+  NodeId id = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (error != std::errc() || end != text.data() + text.size() || id == 0 || id > kLastNodeId) {
+    return std::nullopt;
+  }
+  return id;
+}
+
+std::string RecordJson(const NodeEndpoint& endpoint, bool announced) {
+  proto::etcd::NodeRecord record;
+  record.set_announced(announced);
+  record.set_host(endpoint.host);
+  record.set_port(endpoint.port);
+  record.set_client(endpoint.client);
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(record, &json);
+  return json;
+}
+
+proto::etcd::Compare KeyAbsent(const std::string& key) {
+  proto::etcd::Compare compare;
+  compare.set_key(key);
+  compare.set_target(proto::etcd::Compare::CREATE);
+  compare.set_result(proto::etcd::Compare::EQUAL);
+  compare.set_create_revision(0);
+  return compare;
+}
+
+proto::etcd::RequestOp PutOp(const std::string& key, const std::string& value, int64_t lease) {
+  proto::etcd::RequestOp op;
+  proto::etcd::PutRequest& put = *op.mutable_request_put();
+  put.set_key(key);
+  put.set_value(value);
+  put.set_lease(lease);
+  return op;
+}
+
+}  // namespace
+
+EtcdOptions EtcdNameservice::OptionsFromConfig(const proto::InterconnectConfig& config) {
+  const proto::EtcdConfig& etcd = config.etcd();
+  const proto::NodeAddress& listen = config.listen();
+  return {.endpoint = etcd.endpoint(),
+          .cluster_id = config.cluster_id().empty() ? "troupe" : config.cluster_id(),
+          .lease_ttl = absl::Seconds(etcd.has_lease_ttl_s() ? etcd.lease_ttl_s() : 5),
+          .connect_timeout = absl::Milliseconds(
+              etcd.has_connect_timeout_ms() ? etcd.connect_timeout_ms() : 10'000),
+          .local = {.node = 0,
+                    .host = listen.host().empty() ? "127.0.0.1" : listen.host(),
+                    .port = static_cast<uint16_t>(listen.port()),
+                    .client = listen.client()}};
+}
+
+EtcdNameservice::EtcdNameservice(EtcdOptions options)
+    : options_(std::move(options)),
+      prefix_(absl::StrCat("/troupe/", options_.cluster_id, "/")),
+      calls_(std::make_unique<EtcdClient>(options_.endpoint, options_.connect_timeout)),
+      stream_(std::make_unique<EtcdClient>(options_.endpoint,
+                                           std::max(options_.connect_timeout, kQuietWatch))) {}
+
+absl::StatusOr<std::shared_ptr<EtcdNameservice>> EtcdNameservice::Connect(EtcdOptions options) {
+  if (!absl::StartsWith(options.endpoint, "http://")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("interconnect.etcd.endpoint: must be \"http://host:port\", got \"",
+                     options.endpoint, "\""));
+  }
+  if (options.lease_ttl < absl::Seconds(2)) {
+    return absl::InvalidArgumentError("interconnect.etcd.lease_ttl_s: at least 2 seconds");
+  }
+  auto names = std::make_shared<EtcdNameservice>(std::move(options));
+  const absl::Time deadline = absl::Now() + names->options_.connect_timeout;
+  {
+    troupe::MutexLock lock(&names->call_mu_);
+    absl::StatusOr<int64_t> lease = names->calls_->Grant(names->options_.lease_ttl);
+    while (!lease.ok() && absl::IsUnavailable(lease.status()) && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(100));
+      lease = names->calls_->Grant(names->options_.lease_ttl);
+    }
+    if (!lease.ok()) {
+      return absl::UnavailableError(absl::StrCat("membership: cannot reach etcd at ",
+                                                 names->options_.endpoint, ": ",
+                                                 lease.status().message()));
+    }
+    names->lease_ = *lease;
+  }
+  names->table_thread_ = std::thread([raw = names.get()] { raw->FollowTable(); });
+  names->lease_thread_ = std::thread([raw = names.get()] { raw->KeepLease(); });
+  troupe::MutexLock lock(&names->table_mu_);
+  if (!names->table_mu_.AwaitWithDeadline(absl::Condition(&names->table_read_), deadline)) {
+    return absl::UnavailableError(absl::StrCat("membership: etcd at ", names->options_.endpoint,
+                                               " did not give the table in time"));
+  }
+  return names;
+}
+
+EtcdNameservice::~EtcdNameservice() {
+  Leave();
+  stopping_.store(true);
+  stream_->Stop();
+  {
+    troupe::MutexLock lock(&wake_mu_);
+    wake_ = true;
+  }
+  if (table_thread_.joinable()) {
+    table_thread_.join();
+  }
+  if (lease_thread_.joinable()) {
+    lease_thread_.join();
+  }
+}
+
+std::string EtcdNameservice::NodeKey(NodeId node) const {
+  return absl::StrCat(prefix_, "nodes/", node);
+}
+
+// -- joining and leaving ----------------------------------------------------------------------
+
+absl::StatusOr<NodeId> EtcdNameservice::Join(NodeId node) {
+  troupe::MutexLock lock(&call_mu_);
+  if (self() != 0 || left_) {
+    return absl::FailedPreconditionError("membership: this nameservice joined already");
+  }
+  if (node > kLastNodeId) {
+    return absl::InvalidArgumentError(absl::StrCat("node id ", node, " is over ", kLastNodeId));
+  }
+  record_ = options_.local;
+  if (node != 0) {
+    self_.store(node, std::memory_order_release);
+    absl::Status written = WriteRecord(*calls_, /*create_only=*/true);
+    if (!written.ok()) {
+      self_.store(0, std::memory_order_release);
+      return written;
+    }
+    return node;
+  }
+  // The counter and the reservation change in one transaction; an id taken by a node that chose
+  // it itself is stepped over.
+  const std::string counter = absl::StrCat(prefix_, "next_id");
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    absl::StatusOr<proto::etcd::RangeResponse> read = calls_->Range(counter);
+    if (!read.ok()) {
+      return read.status();
+    }
+    NodeId candidate = 1;
+    int64_t version = 0;
+    if (read->kvs_size() > 0) {
+      candidate = ParseId(read->kvs(0).value()).value_or(1);
+      version = read->kvs(0).mod_revision();
+    }
+    if (candidate > kLastNodeId) {
+      return absl::ResourceExhaustedError("membership: etcd handed out every node id");
+    }
+    proto::etcd::TxnRequest txn;
+    proto::etcd::Compare& same = *txn.add_compare();
+    same.set_key(counter);
+    same.set_target(proto::etcd::Compare::MOD);
+    same.set_result(proto::etcd::Compare::EQUAL);
+    same.set_mod_revision(version);
+    *txn.add_compare() = KeyAbsent(NodeKey(candidate));
+    *txn.add_success() = PutOp(counter, absl::StrCat(candidate + 1), 0);
+    *txn.add_success() = PutOp(NodeKey(candidate), RecordJson(record_, false), lease_);
+    absl::StatusOr<bool> done = calls_->Txn(txn);
+    if (!done.ok()) {
+      return done.status();
+    }
+    if (*done) {
+      self_.store(candidate, std::memory_order_release);
+      TROUPE_LOG(kInfo, kInterconnect)
+          << "membership: etcd at " << options_.endpoint << " gave this process node id "
+          << candidate << " (cluster \"" << options_.cluster_id << "\")";
+      return candidate;
+    }
+    // Another node took the counter's value first, or the id is taken: step the counter over it.
+    proto::etcd::TxnRequest step;
+    *step.add_compare() = same;
+    proto::etcd::Compare& taken = *step.add_compare();
+    taken = KeyAbsent(NodeKey(candidate));
+    taken.set_result(proto::etcd::Compare::GREATER);
+    *step.add_success() = PutOp(counter, absl::StrCat(candidate + 1), 0);
+    if (absl::StatusOr<bool> stepped = calls_->Txn(step); !stepped.ok()) {
+      return stepped.status();
+    }
+  }
+  return absl::AbortedError("membership: could not take a node id from etcd in 1000 attempts");
+}
+
+absl::Status EtcdNameservice::WriteRecord(EtcdClient& client, bool create_only) {
+  const NodeId node = self();
+  proto::etcd::TxnRequest txn;
+  if (create_only) {
+    *txn.add_compare() = KeyAbsent(NodeKey(node));
+  }
+  *txn.add_success() = PutOp(NodeKey(node), RecordJson(record_, announced_), lease_);
+  absl::StatusOr<bool> done = client.Txn(txn);
+  if (!done.ok()) {
+    return done.status();
+  }
+  if (!*done) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("membership: node ", node, " is already a member of cluster \"",
+                     options_.cluster_id, "\" in etcd (a node that died leaves after ",
+                     absl::FormatDuration(options_.lease_ttl), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EtcdNameservice::Announce(const NodeEndpoint& self) {
+  troupe::MutexLock lock(&call_mu_);
+  if (self.node == 0 || self.node != this->self() || left_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("membership: node ", self.node, " did not join through this nameservice"));
+  }
+  record_ = self;
+  announced_ = true;
+  return WriteRecord(*calls_, /*create_only=*/false);
+}
+
+void EtcdNameservice::Leave() {
+  troupe::MutexLock lock(&call_mu_);
+  if (left_) {
+    return;
+  }
+  left_ = true;
+  if (absl::Status revoked = calls_->Revoke(lease_); !revoked.ok()) {
+    TROUPE_LOG(kWarn, kInterconnect) << "membership: could not leave cleanly (" << revoked.message()
+                                     << "); the others see this node leave when its lease expires";
+  }
+}
+
+// -- the lease ----------------------------------------------------------------------------------
+
+void EtcdNameservice::KeepLease() {
+  absl::Duration pause = options_.lease_ttl / 3;
+  while (true) {
+    {
+      troupe::MutexLock lock(&wake_mu_);
+      if (wake_mu_.AwaitWithDeadline(absl::Condition(&wake_), absl::Now() + pause)) {
+        return;
+      }
+    }
+    troupe::MutexLock lock(&call_mu_);
+    if (left_) {
+      return;
+    }
+    absl::StatusOr<int64_t> ttl = calls_->KeepAlive(lease_);
+    absl::Status status = ttl.status();
+    if (ttl.ok() && *ttl <= 0) {
+      // Expired (etcd was away longer than the TTL, or this process was): a new lease, and the
+      // record again, so the others see this node back.
+      TROUPE_LOG(kWarn, kInterconnect)
+          << "membership: this node's lease in etcd expired; taking a new one";
+      absl::StatusOr<int64_t> lease = calls_->Grant(options_.lease_ttl);
+      status = lease.status();
+      if (lease.ok()) {
+        lease_ = *lease;
+        if (self() != 0) {
+          status = WriteRecord(*calls_, /*create_only=*/true);
+        }
+      }
+    }
+    NoteReachable(status);
+    pause = status.ok() ? options_.lease_ttl / 3 : std::min(kRetry, options_.lease_ttl / 3);
+  }
+}
+
+void EtcdNameservice::NoteReachable(const absl::Status& status) {
+  const bool now = status.ok();
+  if (reachable_.exchange(now, std::memory_order_relaxed) == now) {
+    return;
+  }
+  if (now) {
+    TROUPE_LOG(kInfo, kInterconnect) << "membership: etcd at " << options_.endpoint
+                                     << " answers again; following the table again";
+  } else {
+    TROUPE_LOG(kWarn, kInterconnect)
+        << "membership: etcd at " << options_.endpoint << " unreachable (" << status.message()
+        << "); keeping the last table (" << Members().size() << " members) until it is back";
+  }
+}
+
+// -- the table ----------------------------------------------------------------------------------
+
+void EtcdNameservice::FollowTable() {
+  const std::string nodes = absl::StrCat(prefix_, "nodes/");
+  const std::string end = EtcdClient::PrefixEnd(nodes);
+  while (!stopping_.load()) {
+    absl::StatusOr<int64_t> revision = ReadTable(*stream_);
+    NoteReachable(revision.status());
+    absl::Status status = revision.status();
+    const absl::Time watched = absl::Now();
+    if (revision.ok()) {
+      // A watch that ends (etcd went away, or nothing came for the client's timeout) is followed
+      // by a fresh read, which tells whether etcd is still there.
+      status =
+          stream_->Watch(nodes, end, *revision + 1, [&](const proto::etcd::WatchResponse& answer) {
+            if (answer.canceled() || answer.compact_revision() != 0) {
+              return false;  // compacted past us: read the table again
+            }
+            bool changed = false;
+            for (const proto::etcd::Event& event : answer.events()) {
+              changed |= Apply(event.kv().key(), event.type() == proto::etcd::Event::DELETE
+                                                     ? std::nullopt
+                                                     : std::optional(event.kv().value()));
+            }
+            if (changed) {
+              watchers_.Notify();
+            }
+            return !stopping_.load();
+          });
+      if (!status.ok() && !absl::IsUnavailable(status)) {
+        TROUPE_LOG(kWarn, kInterconnect) << "membership: " << status.message();
+      }
+    }
+    if (stopping_.load()) {
+      return;
+    }
+    // No loop: a read that failed, or a watch that failed at once, waits before the next try.
+    if (!revision.ok() || (!status.ok() && absl::Now() - watched < kRetry)) {
+      troupe::MutexLock lock(&wake_mu_);
+      (void)wake_mu_.AwaitWithDeadline(absl::Condition(&wake_), absl::Now() + kRetry);
+    }
+  }
+}
+
+absl::StatusOr<int64_t> EtcdNameservice::ReadTable(EtcdClient& client) {
+  const std::string nodes = absl::StrCat(prefix_, "nodes/");
+  absl::StatusOr<proto::etcd::RangeResponse> read =
+      client.Range(nodes, EtcdClient::PrefixEnd(nodes));
+  if (!read.ok()) {
+    return read.status();
+  }
+  std::map<NodeId, std::string> seen;
+  for (const proto::etcd::KeyValue& kv : read->kvs()) {
+    if (std::optional<NodeId> id = ParseId(std::string_view(kv.key()).substr(nodes.size()))) {
+      seen[*id] = kv.value();
+    }
+  }
+  bool changed = false;
+  std::vector<NodeId> gone;
+  {
+    troupe::MutexLock lock(&table_mu_);
+    for (const auto& [node, endpoint] : members_) {
+      if (!seen.contains(node)) {
+        gone.push_back(node);
+      }
+    }
+  }
+  for (NodeId node : gone) {
+    changed |= Apply(NodeKey(node), std::nullopt);
+  }
+  for (const auto& [node, value] : seen) {
+    changed |= Apply(NodeKey(node), value);
+  }
+  {
+    troupe::MutexLock lock(&table_mu_);
+    table_read_ = true;
+  }
+  if (changed) {
+    watchers_.Notify();
+  }
+  return read->header().revision();
+}
+
+bool EtcdNameservice::Apply(const std::string& key, const std::optional<std::string>& value) {
+  const std::string nodes = absl::StrCat(prefix_, "nodes/");
+  std::optional<NodeId> node =
+      key.starts_with(nodes) ? ParseId(std::string_view(key).substr(nodes.size())) : std::nullopt;
+  if (!node.has_value()) {
+    return false;
+  }
+  std::optional<NodeEndpoint> endpoint;
+  if (value.has_value()) {
+    proto::etcd::NodeRecord record;
+    if (absl::Status parsed = ParseEtcdJson(*value, &record); !parsed.ok()) {
+      TROUPE_LOG(kWarn, kInterconnect)
+          << "membership: ignoring the record of node " << *node << ": " << parsed.message();
+    } else if (record.announced()) {
+      endpoint = NodeEndpoint{.node = *node,
+                              .host = record.host(),
+                              .port = static_cast<uint16_t>(record.port()),
+                              .client = record.client()};
+    }
+  }
+  troupe::MutexLock lock(&table_mu_);
+  auto it = members_.find(*node);
+  if (!endpoint.has_value()) {
+    if (it == members_.end()) {
+      return false;
+    }
+    members_.erase(it);
+    TROUPE_LOG(kInfo, kInterconnect) << "membership: node " << *node << " left";
+    return true;
+  }
+  if (it != members_.end() && it->second == *endpoint) {
+    return false;
+  }
+  TROUPE_LOG(kInfo, kInterconnect)
+      << "membership: node " << *node
+      << (endpoint->client ? std::string(" joined (a client)")
+                           : absl::StrCat(" joined at ", endpoint->host, ":", endpoint->port));
+  members_[*node] = *endpoint;
+  return true;
+}
+
+// -- Nameservice ----------------------------------------------------------------------------
+
+std::optional<NodeEndpoint> EtcdNameservice::Resolve(NodeId node) const {
+  troupe::MutexLock lock(&table_mu_);
+  auto it = members_.find(node);
+  if (it == members_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+std::vector<NodeEndpoint> EtcdNameservice::Members() const {
+  troupe::MutexLock lock(&table_mu_);
+  std::vector<NodeEndpoint> all;
+  all.reserve(members_.size());
+  for (const auto& [node, endpoint] : members_) {
+    all.push_back(endpoint);
+  }
+  return all;
+}
+
+NameserviceWatch EtcdNameservice::Watch(std::function<void()> on_change) {
+  return watchers_.Add(std::move(on_change));
+}
+
+std::optional<NodeEndpoint> EtcdNameservice::Local(NodeId self) const {
+  NodeEndpoint local = options_.local;
+  local.node = self;
+  return local;
+}
+
+}  // namespace troupe::interconnect

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// EtcdNameservice: cluster membership kept in etcd (v3 API through its JSON gateway), for
+// clusters whose nodes come and go. troupe::Node uses it when the config has `interconnect.etcd`
+// (proto/config.proto); a program may also make one and pass it in InterconnectOptions.
+//
+// In etcd, under /troupe/<cluster_id>/ (so clusters with different ids share one etcd):
+//   | key          | value                                    | written                         |
+//   |--------------|------------------------------------------|---------------------------------|
+//   | next_id      | the next node id to hand out (decimal)   | by Join, in the transaction     |
+//   |              |                                          | that reserves the id            |
+//   | nodes/<id>   | NodeRecord as JSON (proto/etcd.proto):   | by Join (reserved), Announce    |
+//   |              | host, port, client, announced            | (listening), under the lease    |
+// A node's keys live under one lease, which a thread renews every lease_ttl / 3. A node that stops
+// cleanly (Leave, or the destructor) revokes it and is gone at once; one that dies is gone when
+// the lease expires, lease_ttl after its last renewal. Ids handed out are never handed out again.
+//
+// The table: another thread reads nodes/ and then watches it from that revision; every change
+// of an announced record (a node listens, or dials as a client) reaches the watchers. When etcd
+// cannot be reached, the node keeps the last table it saw and logs it once; the thread retries
+// every second, and when etcd answers again, reads the table afresh (members that left
+// meanwhile are gone then) and renews its lease, or (expired) takes a new one and writes its
+// record again.
+//
+// Thread-safety: thread-safe. Watchers run on the watching thread, one at a time.
+//
+// Example (what Node::Start does):
+//
+//   auto names = EtcdNameservice::Connect({.endpoint = "http://127.0.0.1:2379",
+//                                          .cluster_id = "shop",
+//                                          .local = {.host = "127.0.0.1", .port = 0}});
+//   absl::StatusOr<NodeId> id = (*names)->Join(0);  // a fresh id
+//   config.set_node_id(*id);
+//   ... Interconnect::Start(system, {.nameservice = *names});  // listens, then Announce
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+#include "actors/actor_id.h"
+#include "actors/sync.h"
+#include "interconnect/nameservice.h"
+#include "proto/config.pb.h"
+
+namespace troupe::interconnect {
+
+class EtcdClient;
+
+struct EtcdOptions {
+  // etcd's client URL, "http://host:port".
+  std::string endpoint;
+  // The key prefix is /troupe/<cluster_id>/.
+  std::string cluster_id = "troupe";
+  // A node that dies is gone this long after its last renewal (whole seconds, at least 2).
+  absl::Duration lease_ttl = absl::Seconds(5);
+  // How long Connect waits for etcd, and each later call for an answer.
+  absl::Duration connect_timeout = absl::Seconds(10);
+  // Where this node listens (node unused; port 0: any free port), or that it is a client.
+  NodeEndpoint local;
+};
+
+class EtcdNameservice final : public Nameservice {
+ public:
+  // The options of `config` (interconnect.etcd, .listen, .cluster_id; defaults filled as
+  // WithDefaults does).
+  static EtcdOptions OptionsFromConfig(const proto::InterconnectConfig& config);
+  // Takes a lease in etcd, reads the table and starts following it. kUnavailable when etcd does
+  // not answer within connect_timeout; kInvalidArgument for a bad endpoint or TTL.
+  static absl::StatusOr<std::shared_ptr<EtcdNameservice>> Connect(EtcdOptions options);
+  // Leaves (see Leave) and stops the threads.
+  ~EtcdNameservice() override;
+
+  // Reserves node id `node` for this process, or, with 0, the next id etcd hands out. Once.
+  // kAlreadyExists when another member has `node`; kFailedPrecondition on a second call;
+  // kUnavailable when etcd does not answer.
+  absl::StatusOr<NodeId> Join(NodeId node);
+  // The id Join reserved (0 before).
+  NodeId self() const { return self_.load(std::memory_order_acquire); }
+  // Revokes the lease: this node's record goes at once and the others see it leave. The table
+  // stays as it was. Idempotent.
+  void Leave();
+  // Whether etcd answered the last call (false while it is unreachable).
+  bool reachable() const { return reachable_.load(std::memory_order_relaxed); }
+
+  std::optional<NodeEndpoint> Resolve(NodeId node) const override;
+  std::vector<NodeEndpoint> Members() const override;
+  NameserviceWatch Watch(std::function<void()> on_change) override;
+  // The configured local endpoint.
+  std::optional<NodeEndpoint> Local(NodeId self) const override;
+  // Writes this node's record (it listens at `self`), under the lease. kFailedPrecondition before
+  // Join or for another node.
+  absl::Status Announce(const NodeEndpoint& self) override;
+
+  explicit EtcdNameservice(EtcdOptions options);  // for Connect
+
+ private:
+  std::string NodeKey(NodeId node) const;
+  // The lease thread: renews, and takes a new lease (writing the record again) when it expired.
+  void KeepLease();
+  // The table thread: reads the table, then watches it; again from the start after a failure.
+  void FollowTable();
+  // Reads the whole table; returns the revision to watch from.
+  absl::StatusOr<int64_t> ReadTable(EtcdClient& client);
+  // Applies one PUT (record) or DELETE (nullopt) of `key`; returns whether the table changed.
+  bool Apply(const std::string& key, const std::optional<std::string>& value);
+  // Writes this node's record under the current lease; kAlreadyExists when `create_only` and the
+  // key exists.
+  absl::Status WriteRecord(EtcdClient& client, bool create_only);
+  // Notes whether etcd answered, logging each change once.
+  void NoteReachable(const absl::Status& status);
+
+  const EtcdOptions options_;
+  const std::string prefix_;
+  std::atomic<NodeId> self_{0};
+  std::atomic<bool> reachable_{true};
+  std::atomic<bool> stopping_{false};
+
+  // Calls made by the caller's threads (Join, Announce, Leave) and by the lease thread.
+  troupe::Mutex call_mu_;
+  std::unique_ptr<EtcdClient> calls_ ABSL_GUARDED_BY(call_mu_);
+  int64_t lease_ ABSL_GUARDED_BY(call_mu_) = 0;
+  bool announced_ ABSL_GUARDED_BY(call_mu_) = false;
+  bool left_ ABSL_GUARDED_BY(call_mu_) = false;
+  NodeEndpoint record_ ABSL_GUARDED_BY(call_mu_);
+
+  mutable troupe::Mutex table_mu_;
+  std::map<NodeId, NodeEndpoint> members_ ABSL_GUARDED_BY(table_mu_);
+  // The table has been read once (Connect waits for it).
+  bool table_read_ ABSL_GUARDED_BY(table_mu_) = false;
+  NameserviceWatchers watchers_;
+
+  // The watch stream's client, stopped from the destructor.
+  std::unique_ptr<EtcdClient> stream_;
+  // Wakes the lease thread early (stopping).
+  troupe::Mutex wake_mu_;
+  bool wake_ ABSL_GUARDED_BY(wake_mu_) = false;
+  std::thread lease_thread_;
+  std::thread table_thread_;
+};
+
+}  // namespace troupe::interconnect

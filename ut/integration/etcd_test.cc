@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Membership in a real etcd (EtcdNameservice through troupe::Node, over loopback TCP): ids handed
+// out by etcd, nodes that find each other with no static table, a client node that only dials, a
+// node that dies and leaves when its lease expires, etcd going down and coming back, and two
+// clusters sharing one etcd. The suite starts its own etcd (/usr/bin/etcd, Debian's etcd-server,
+// which scripts/setup.sh installs) on free loopback ports with a temporary data directory, and
+// stops it and removes the directory at the end. Every wait is bounded.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+#include "actors/actor_system.h"
+#include "actors/log.h"
+#include "interconnect/etcd_nameservice.h"
+#include "interconnect/internal/etcd_client.h"
+#include "interconnect/node.h"
+#include "interconnect/tcp_transport.h"
+#include "ut/integration/node_util.h"
+#include "ut/interconnect/ic_test_util.h"
+
+namespace troupe::interconnect {
+namespace {
+
+using testutil::Eventually;
+using testutil::kSink;
+using testutil::StartSink;
+
+constexpr char kEtcdBinary[] = "/usr/bin/etcd";
+
+// One etcd server on 127.0.0.1, owned by the test: started in a temporary data directory, which
+// it keeps across Stop and Start (a restart), and removes at the end.
+class EtcdServer {
+ public:
+  EtcdServer() : dir_(::testing::TempDir() + "troupe-etcd-" + std::to_string(::getpid())) {
+    absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(2);
+    EXPECT_TRUE(ports.ok()) << ports.status();
+    if (ports.ok()) {
+      client_port_ = (*ports)[0];
+      peer_port_ = (*ports)[1];
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  ~EtcdServer() {
+    Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  EtcdServer(const EtcdServer&) = delete;
+  EtcdServer& operator=(const EtcdServer&) = delete;
+  EtcdServer(EtcdServer&&) = delete;
+  EtcdServer& operator=(EtcdServer&&) = delete;
+
+  std::string endpoint() const { return absl::StrCat("http://127.0.0.1:", client_port_); }
+
+  // Starts etcd and waits (up to 20 s) until it answers; false (with the log's tail) if not.
+  bool Start() {
+    const std::string client = endpoint();
+    const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port_);
+    std::vector<std::string> args = {kEtcdBinary,
+                                     "--name=troupe-test",
+                                     "--data-dir=" + dir_ + "/data",
+                                     "--listen-client-urls=" + client,
+                                     "--advertise-client-urls=" + client,
+                                     "--listen-peer-urls=" + peer,
+                                     "--initial-advertise-peer-urls=" + peer,
+                                     "--initial-cluster=troupe-test=" + peer,
+                                     "--logger=zap",
+                                     "--log-level=error"};
+    std::vector<char*> argv;
+    for (std::string& arg : args) {
+      argv.push_back(arg.data());
+    }
+    argv.push_back(nullptr);
+    std::filesystem::create_directories(dir_);
+    const std::string log = dir_ + "/etcd.log";
+    // Between fork and exec a child of a threaded process makes only async-signal-safe calls.
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, STDOUT_FILENO);
+        ::dup2(fd, STDERR_FILENO);
+      }
+      ::execv(kEtcdBinary, argv.data());
+      ::_exit(127);
+    }
+    EtcdClient probe(client, absl::Milliseconds(500));
+    const bool up =
+        Eventually([&] { return probe.Range("/troupe-probe").ok(); }, absl::Seconds(20));
+    if (!up) {
+      std::ifstream in(log);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      ADD_FAILURE() << "etcd did not answer at " << client << "; its log:\n" << text;
+    }
+    return up;
+  }
+
+  // Ends etcd (SIGTERM, then SIGKILL after 5 s) and reaps it.
+  void Stop() {
+    if (pid_ <= 0) {
+      return;
+    }
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (absl::Now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    pid_ = -1;
+  }
+
+ private:
+  const std::string dir_;
+  uint16_t client_port_ = 0;
+  uint16_t peer_port_ = 0;
+  pid_t pid_ = -1;
+};
+
+class EtcdTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::access(kEtcdBinary, X_OK) != 0) {
+      return;  // SetUp fails every test with the reason
+    }
+    etcd_ = new EtcdServer();
+    if (!etcd_->Start()) {
+      delete etcd_;
+      etcd_ = nullptr;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete etcd_;
+    etcd_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(etcd_, nullptr) << "no etcd: install Debian's etcd-server (scripts/setup.sh does)";
+  }
+
+  // A node of cluster `cluster` with membership in the suite's etcd; `client` only dials.
+  static proto::ActorSystemConfig Config(const std::string& cluster, bool client = false) {
+    proto::ActorSystemConfig config;
+    config.mutable_scheduler()->set_resolution_us(1000);
+    proto::InterconnectConfig& ic = *config.mutable_interconnect();
+    ic.set_cluster_id(cluster);
+    ic.set_heartbeat_interval_ms(100);
+    ic.mutable_etcd()->set_endpoint(etcd_->endpoint());
+    ic.mutable_etcd()->set_lease_ttl_s(2);
+    if (client) {
+      ic.mutable_listen()->set_client(true);
+    }
+    return config;
+  }
+
+  // Starts a node with a sink counting into `received`.
+  static std::unique_ptr<Node> Start(const proto::ActorSystemConfig& config,
+                                     std::atomic<uint64_t>* received) {
+    NodeOptions options;
+    options.on_system_start = [received](ActorSystem& system) {
+      absl::StatusOr<ActorId> sink =
+          system.TryRegister(std::make_unique<testutil::DataCounter>(received));
+      return sink.ok() ? system.RegisterService(kSink, *sink) : sink.status();
+    };
+    absl::StatusOr<std::unique_ptr<Node>> node = Node::Start(config, std::move(options));
+    EXPECT_TRUE(node.ok()) << node.status();
+    return node.ok() ? std::move(*node) : nullptr;
+  }
+
+  // Sends one event from `from` to the sink of node `to`.
+  static void SendData(Node& from, NodeId to, uint64_t seq) {
+    from.system().Send(ServiceId(kSink.ServiceName(), to), testutil::MakeData(seq));
+  }
+
+  static EtcdServer* etcd_;
+};
+
+EtcdServer* EtcdTest::etcd_ = nullptr;
+
+TEST_F(EtcdTest, NodesGetIdsFromEtcdAndFindEachOther) {
+  std::atomic<uint64_t> received1{0};
+  std::atomic<uint64_t> received2{0};
+  std::unique_ptr<Node> first = Start(Config("join"), &received1);
+  ASSERT_NE(first, nullptr);
+  const absl::Time started = absl::Now();
+  std::unique_ptr<Node> second = Start(Config("join"), &received2);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(first->id(), 1u) << "ids start at 1 in a new cluster";
+  EXPECT_EQ(second->id(), 2u);
+  ASSERT_TRUE(second->WaitForPeer(first->id(), absl::Seconds(10)).ok());
+  SendData(*second, first->id(), 1);
+  ASSERT_TRUE(Eventually([&] { return received1.load() == 1; }, absl::Seconds(10)));
+  std::printf(
+      "join to first event: %s (Node::Start of the joining node to its first event "
+      "handled by the other)\n",
+      absl::FormatDuration(absl::Now() - started).c_str());
+  ASSERT_TRUE(first->WaitForPeer(second->id(), absl::Seconds(10)).ok());
+  SendData(*first, second->id(), 1);
+  ASSERT_TRUE(Eventually([&] { return received2.load() == 1; }, absl::Seconds(10)));
+
+  // A clean stop leaves at once: the other sees it long before the lease (2 s) would expire.
+  const NodeId gone = second->id();
+  const absl::Time stop = absl::Now();
+  second->Shutdown(absl::Seconds(2));
+  ASSERT_TRUE(Eventually([&] { return !first->interconnect()->nameservice()->Resolve(gone); },
+                         absl::Seconds(5)));
+  EXPECT_LT(absl::Now() - stop, absl::Seconds(2));
+  std::unique_ptr<Node> third = Start(Config("join"), &received2);
+  ASSERT_NE(third, nullptr);
+  EXPECT_EQ(third->id(), 3u) << "an id handed out is not handed out again";
+}
+
+TEST_F(EtcdTest, ATakenIdIsRefusedAndTwoClusterIdsShareOneEtcd) {
+  std::atomic<uint64_t> received{0};
+  proto::ActorSystemConfig config = Config("shared-a");
+  config.set_node_id(7);
+  std::unique_ptr<Node> a7 = Start(config, &received);
+  ASSERT_NE(a7, nullptr);
+  EXPECT_EQ(a7->id(), 7u);
+  absl::StatusOr<std::unique_ptr<Node>> again = Node::Start(config);
+  ASSERT_FALSE(again.ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(again.status())) << again.status();
+  EXPECT_NE(again.status().message().find("node 7 is already a member"), std::string::npos)
+      << again.status();
+
+  proto::ActorSystemConfig other = Config("shared-b");
+  other.set_node_id(7);
+  std::unique_ptr<Node> b7 = Start(other, &received);
+  ASSERT_NE(b7, nullptr) << "another cluster id is another table";
+  std::unique_ptr<Node> b_next = Start(Config("shared-b"), &received);
+  ASSERT_NE(b_next, nullptr);
+  EXPECT_EQ(b_next->id(), 1u) << "each cluster hands out its own ids";
+  ASSERT_TRUE(Eventually([&] { return b7->interconnect()->nameservice()->Members().size() == 2; },
+                         absl::Seconds(5)));
+  EXPECT_EQ(a7->interconnect()->nameservice()->Members().size(), 1u)
+      << "cluster shared-a does not see shared-b's nodes";
+}
+
+TEST_F(EtcdTest, AClientNodeOnlyDialsAndIsReachedOverItsConnection) {
+  std::atomic<uint64_t> server_received{0};
+  std::atomic<uint64_t> client_received{0};
+  std::unique_ptr<Node> server = Start(Config("clients"), &server_received);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<Node> client = Start(Config("clients", /*client=*/true), &client_received);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->interconnect()->port(), 0) << "a client listens nowhere";
+  std::optional<NodeEndpoint> seen;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        seen = server->interconnect()->nameservice()->Resolve(client->id());
+        return seen.has_value();
+      },
+      absl::Seconds(5)));
+  EXPECT_TRUE(seen->client);
+  ASSERT_TRUE(client->WaitForPeer(server->id(), absl::Seconds(10)).ok());
+  ASSERT_TRUE(server->WaitForPeer(client->id(), absl::Seconds(10)).ok());
+  SendData(*client, server->id(), 1);
+  SendData(*server, client->id(), 1);
+  EXPECT_TRUE(Eventually([&] { return server_received.load() == 1 && client_received.load() == 1; },
+                         absl::Seconds(10)));
+}
+
+TEST_F(EtcdTest, ANodeThatDiesLeavesWhenItsLeaseExpires) {
+  std::atomic<uint64_t> received{0};
+  proto::ActorSystemConfig config = Config("expiry");
+  // Only the lease can end the session quickly: the dead-peer timeout is a minute.
+  config.mutable_interconnect()->set_dead_peer_timeout_ms(60'000);
+  std::unique_ptr<Node> survivor = Start(config, &received);
+  ASSERT_NE(survivor, nullptr);
+  // The dying node is a plain EtcdNameservice that joins, announces an address and then stops
+  // renewing without revoking: a process that died, as far as etcd can tell.
+  auto dying = std::make_unique<EtcdClient>(etcd_->endpoint(), absl::Seconds(2));
+  absl::StatusOr<int64_t> lease = dying->Grant(absl::Seconds(2));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(dying
+                  ->Put("/troupe/expiry/nodes/9",
+                        R"({"announced":true,"host":"127.0.0.1","port":1})", *lease)
+                  .ok());
+  const std::shared_ptr<Nameservice>& names = survivor->interconnect()->nameservice();
+  ASSERT_TRUE(Eventually([&] { return names->Resolve(9).has_value(); }, absl::Seconds(5)));
+  const absl::Time last_renewal = absl::Now();
+  ASSERT_TRUE(Eventually([&] { return !names->Resolve(9).has_value(); }, absl::Seconds(10)))
+      << "the record of a node that stopped renewing outlives its lease";
+  const absl::Duration after = absl::Now() - last_renewal;
+  EXPECT_GE(after, absl::Seconds(1)) << "not before the lease";
+  std::printf("a dead node left %s after its last renewal (lease 2 s)\n",
+              absl::FormatDuration(after).c_str());
+}
+
+TEST_F(EtcdTest, NodesKeepTheirTableWhileEtcdIsDownAndConvergeWhenItIsBack) {
+  std::atomic<uint64_t> received1{0};
+  std::atomic<uint64_t> received2{0};
+  CapturingLogSink logs;
+  std::unique_ptr<Node> first = Start(Config("outage"), &received1);
+  std::unique_ptr<Node> second = Start(Config("outage"), &received2);
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(first->WaitForPeer(second->id(), absl::Seconds(10)).ok());
+
+  etcd_->Stop();
+  ASSERT_TRUE(Eventually([&] { return logs.Contains("unreachable"); }, absl::Seconds(10)));
+  EXPECT_TRUE(logs.Contains("keeping the last table (2 members)")) << "logged once per node";
+  SendData(*first, second->id(), 1);
+  SendData(*second, first->id(), 1);
+  EXPECT_TRUE(
+      Eventually([&] { return received1.load() == 1 && received2.load() == 1; }, absl::Seconds(10)))
+      << "the nodes go on talking without etcd";
+  EXPECT_EQ(first->interconnect()->nameservice()->Members().size(), 2u);
+
+  ASSERT_TRUE(etcd_->Start());  // the same data: the records are there, their leases renewed
+  ASSERT_TRUE(Eventually([&] { return logs.Contains("answers again"); }, absl::Seconds(10)));
+  std::atomic<uint64_t> received3{0};
+  std::unique_ptr<Node> third = Start(Config("outage"), &received3);
+  ASSERT_NE(third, nullptr);
+  for (Node* node : {first.get(), second.get()}) {
+    EXPECT_TRUE(node->WaitForPeer(third->id(), absl::Seconds(10)).ok())
+        << "node " << node->id() << " follows the table again";
+  }
+  SendData(*third, first->id(), 2);
+  EXPECT_TRUE(Eventually([&] { return received1.load() == 2; }, absl::Seconds(10)));
+}
+
+}  // namespace
+}  // namespace troupe::interconnect
