@@ -67,7 +67,7 @@ absl::Status ValidateEtcd(const proto::InterconnectConfig& ic) {
   }
   if (!absl::StartsWith(etcd.endpoint(), "http://") || etcd.endpoint().size() <= 7) {
     return FieldError("interconnect.etcd.endpoint",
-                      absl::StrCat("must be etcd's client URL, \"http://host:port\", got \"",
+                      absl::StrCat(R"(must be etcd's client URL, "http://host:port", got ")",
                                    etcd.endpoint(), "\""));
   }
   if (etcd.has_lease_ttl_s()) {

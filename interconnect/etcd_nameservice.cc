@@ -90,7 +90,7 @@ EtcdNameservice::EtcdNameservice(EtcdOptions options)
 absl::StatusOr<std::shared_ptr<EtcdNameservice>> EtcdNameservice::Connect(EtcdOptions options) {
   if (!absl::StartsWith(options.endpoint, "http://")) {
     return absl::InvalidArgumentError(
-        absl::StrCat("interconnect.etcd.endpoint: must be \"http://host:port\", got \"",
+        absl::StrCat(R"(interconnect.etcd.endpoint: must be "http://host:port", got ")",
                      options.endpoint, "\""));
   }
   if (options.lease_ttl < absl::Seconds(2)) {
@@ -360,7 +360,7 @@ absl::StatusOr<int64_t> EtcdNameservice::ReadTable(EtcdClient& client) {
   }
   std::map<NodeId, std::string> seen;
   for (const proto::etcd::KeyValue& kv : read->kvs()) {
-    if (std::optional<NodeId> id = ParseId(std::string_view(kv.key()).substr(nodes.size()))) {
+    if (std::optional<NodeId> id = ParseId(std::string_view{kv.key()}.substr(nodes.size()))) {
       seen[*id] = kv.value();
     }
   }
@@ -393,7 +393,7 @@ absl::StatusOr<int64_t> EtcdNameservice::ReadTable(EtcdClient& client) {
 bool EtcdNameservice::Apply(const std::string& key, const std::optional<std::string>& value) {
   const std::string nodes = absl::StrCat(prefix_, "nodes/");
   std::optional<NodeId> node =
-      key.starts_with(nodes) ? ParseId(std::string_view(key).substr(nodes.size())) : std::nullopt;
+      key.starts_with(nodes) ? ParseId(std::string_view{key}.substr(nodes.size())) : std::nullopt;
   if (!node.has_value()) {
     return false;
   }

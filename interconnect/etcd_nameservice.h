@@ -81,6 +81,10 @@ class EtcdNameservice final : public Nameservice {
   static absl::StatusOr<std::shared_ptr<EtcdNameservice>> Connect(EtcdOptions options);
   // Leaves (see Leave) and stops the threads.
   ~EtcdNameservice() override;
+  EtcdNameservice(const EtcdNameservice&) = delete;
+  EtcdNameservice& operator=(const EtcdNameservice&) = delete;
+  EtcdNameservice(EtcdNameservice&&) = delete;
+  EtcdNameservice& operator=(EtcdNameservice&&) = delete;
 
   // Reserves node id `node` for this process, or, with 0, the next id etcd hands out. Once.
   // kAlreadyExists when another member has `node`; kFailedPrecondition on a second call;

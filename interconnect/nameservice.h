@@ -119,6 +119,7 @@ class Nameservice {
 class NameserviceWatchers {
  public:
   NameserviceWatchers() = default;
+  ~NameserviceWatchers() = default;
   NameserviceWatchers(const NameserviceWatchers&) = delete;
   NameserviceWatchers& operator=(const NameserviceWatchers&) = delete;
   NameserviceWatchers(NameserviceWatchers&&) = delete;

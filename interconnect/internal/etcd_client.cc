@@ -55,7 +55,7 @@ std::string EtcdClient::PrefixEnd(std::string_view prefix) {
     }
     end.pop_back();
   }
-  return std::string(1, '\0');  // every key
+  return {'\0'};  // every key
 }
 
 absl::StatusOr<std::string> EtcdClient::Post(const std::string& path,

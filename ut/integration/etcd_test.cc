@@ -7,18 +7,19 @@
 // which scripts/setup.sh installs) on free loopback ports with a temporary data directory, and
 // stops it and removes the directory at the end. Every wait is bounded.
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,7 +44,7 @@ using testutil::Eventually;
 using testutil::kSink;
 using testutil::StartSink;
 
-constexpr char kEtcdBinary[] = "/usr/bin/etcd";
+constexpr std::string_view kEtcdBinary = "/usr/bin/etcd";
 
 // One etcd server on 127.0.0.1, owned by the test: started in a temporary data directory, which
 // it keeps across Stop and Start (a restart), and removes at the end.
@@ -73,7 +74,7 @@ class EtcdServer {
   bool Start() {
     const std::string client = endpoint();
     const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port_);
-    std::vector<std::string> args = {kEtcdBinary,
+    std::vector<std::string> args = {std::string(kEtcdBinary),
                                      "--name=troupe-test",
                                      "--data-dir=" + dir_ + "/data",
                                      "--listen-client-urls=" + client,
@@ -99,7 +100,7 @@ class EtcdServer {
         ::dup2(fd, STDOUT_FILENO);
         ::dup2(fd, STDERR_FILENO);
       }
-      ::execv(kEtcdBinary, argv.data());
+      ::execv(argv[0], argv.data());
       ::_exit(127);
     }
     EtcdClient probe(client, absl::Milliseconds(500));
@@ -142,21 +143,22 @@ class EtcdServer {
 class EtcdTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (::access(kEtcdBinary, X_OK) != 0) {
+    if (::access(std::string(kEtcdBinary).c_str(), X_OK) != 0) {
       return;  // SetUp fails every test with the reason
     }
-    etcd_ = new EtcdServer();
-    if (!etcd_->Start()) {
-      delete etcd_;
-      etcd_ = nullptr;
+    shared_etcd = new EtcdServer();
+    if (!shared_etcd->Start()) {
+      delete shared_etcd;
+      shared_etcd = nullptr;
     }
   }
   static void TearDownTestSuite() {
-    delete etcd_;
-    etcd_ = nullptr;
+    delete shared_etcd;
+    shared_etcd = nullptr;
   }
   void SetUp() override {
-    ASSERT_NE(etcd_, nullptr) << "no etcd: install Debian's etcd-server (scripts/setup.sh does)";
+    ASSERT_NE(shared_etcd, nullptr)
+        << "no etcd: install Debian's etcd-server (scripts/setup.sh does)";
   }
 
   // A node of cluster `cluster` with membership in the suite's etcd; `client` only dials.
@@ -166,7 +168,7 @@ class EtcdTest : public ::testing::Test {
     proto::InterconnectConfig& ic = *config.mutable_interconnect();
     ic.set_cluster_id(cluster);
     ic.set_heartbeat_interval_ms(100);
-    ic.mutable_etcd()->set_endpoint(etcd_->endpoint());
+    ic.mutable_etcd()->set_endpoint(shared_etcd->endpoint());
     ic.mutable_etcd()->set_lease_ttl_s(2);
     if (client) {
       ic.mutable_listen()->set_client(true);
@@ -188,15 +190,29 @@ class EtcdTest : public ::testing::Test {
     return node.ok() ? std::move(*node) : nullptr;
   }
 
+  // Waits until `node` knows `peer` from etcd (its watch may lag a start) and has a session with
+  // it.
+  static bool Connected(Node& node, NodeId peer) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    if (!Eventually([&] { return node.interconnect()->nameservice()->Resolve(peer).has_value(); },
+                    absl::Seconds(10))) {
+      ADD_FAILURE() << "node " << node.id() << " never learned of node " << peer;
+      return false;
+    }
+    absl::Status up = node.WaitForPeer(peer, deadline - absl::Now());
+    EXPECT_TRUE(up.ok()) << up;
+    return up.ok();
+  }
+
   // Sends one event from `from` to the sink of node `to`.
   static void SendData(Node& from, NodeId to, uint64_t seq) {
     from.system().Send(ServiceId(kSink.ServiceName(), to), testutil::MakeData(seq));
   }
 
-  static EtcdServer* etcd_;
+  static EtcdServer* shared_etcd;
 };
 
-EtcdServer* EtcdTest::etcd_ = nullptr;
+EtcdServer* EtcdTest::shared_etcd = nullptr;
 
 TEST_F(EtcdTest, NodesGetIdsFromEtcdAndFindEachOther) {
   std::atomic<uint64_t> received1{0};
@@ -208,14 +224,14 @@ TEST_F(EtcdTest, NodesGetIdsFromEtcdAndFindEachOther) {
   ASSERT_NE(second, nullptr);
   EXPECT_EQ(first->id(), 1u) << "ids start at 1 in a new cluster";
   EXPECT_EQ(second->id(), 2u);
-  ASSERT_TRUE(second->WaitForPeer(first->id(), absl::Seconds(10)).ok());
+  ASSERT_TRUE(Connected(*second, first->id()));
   SendData(*second, first->id(), 1);
   ASSERT_TRUE(Eventually([&] { return received1.load() == 1; }, absl::Seconds(10)));
   std::printf(
       "join to first event: %s (Node::Start of the joining node to its first event "
       "handled by the other)\n",
       absl::FormatDuration(absl::Now() - started).c_str());
-  ASSERT_TRUE(first->WaitForPeer(second->id(), absl::Seconds(10)).ok());
+  ASSERT_TRUE(Connected(*first, second->id()));
   SendData(*first, second->id(), 1);
   ASSERT_TRUE(Eventually([&] { return received2.load() == 1; }, absl::Seconds(10)));
 
@@ -273,8 +289,8 @@ TEST_F(EtcdTest, AClientNodeOnlyDialsAndIsReachedOverItsConnection) {
       },
       absl::Seconds(5)));
   EXPECT_TRUE(seen->client);
-  ASSERT_TRUE(client->WaitForPeer(server->id(), absl::Seconds(10)).ok());
-  ASSERT_TRUE(server->WaitForPeer(client->id(), absl::Seconds(10)).ok());
+  ASSERT_TRUE(Connected(*client, server->id()));
+  ASSERT_TRUE(Connected(*server, client->id()));
   SendData(*client, server->id(), 1);
   SendData(*server, client->id(), 1);
   EXPECT_TRUE(Eventually([&] { return server_received.load() == 1 && client_received.load() == 1; },
@@ -290,7 +306,7 @@ TEST_F(EtcdTest, ANodeThatDiesLeavesWhenItsLeaseExpires) {
   ASSERT_NE(survivor, nullptr);
   // The dying node is a plain EtcdNameservice that joins, announces an address and then stops
   // renewing without revoking: a process that died, as far as etcd can tell.
-  auto dying = std::make_unique<EtcdClient>(etcd_->endpoint(), absl::Seconds(2));
+  auto dying = std::make_unique<EtcdClient>(shared_etcd->endpoint(), absl::Seconds(2));
   absl::StatusOr<int64_t> lease = dying->Grant(absl::Seconds(2));
   ASSERT_TRUE(lease.ok()) << lease.status();
   ASSERT_TRUE(dying
@@ -316,9 +332,9 @@ TEST_F(EtcdTest, NodesKeepTheirTableWhileEtcdIsDownAndConvergeWhenItIsBack) {
   std::unique_ptr<Node> second = Start(Config("outage"), &received2);
   ASSERT_NE(first, nullptr);
   ASSERT_NE(second, nullptr);
-  ASSERT_TRUE(first->WaitForPeer(second->id(), absl::Seconds(10)).ok());
+  ASSERT_TRUE(Connected(*first, second->id()));
 
-  etcd_->Stop();
+  shared_etcd->Stop();
   ASSERT_TRUE(Eventually([&] { return logs.Contains("unreachable"); }, absl::Seconds(10)));
   EXPECT_TRUE(logs.Contains("keeping the last table (2 members)")) << "logged once per node";
   SendData(*first, second->id(), 1);
@@ -328,13 +344,13 @@ TEST_F(EtcdTest, NodesKeepTheirTableWhileEtcdIsDownAndConvergeWhenItIsBack) {
       << "the nodes go on talking without etcd";
   EXPECT_EQ(first->interconnect()->nameservice()->Members().size(), 2u);
 
-  ASSERT_TRUE(etcd_->Start());  // the same data: the records are there, their leases renewed
+  ASSERT_TRUE(shared_etcd->Start());  // the same data: the records are there, their leases renewed
   ASSERT_TRUE(Eventually([&] { return logs.Contains("answers again"); }, absl::Seconds(10)));
   std::atomic<uint64_t> received3{0};
   std::unique_ptr<Node> third = Start(Config("outage"), &received3);
   ASSERT_NE(third, nullptr);
   for (Node* node : {first.get(), second.get()}) {
-    EXPECT_TRUE(node->WaitForPeer(third->id(), absl::Seconds(10)).ok())
+    EXPECT_TRUE(Connected(*node, third->id()))
         << "node " << node->id() << " follows the table again";
   }
   SendData(*third, first->id(), 2);
