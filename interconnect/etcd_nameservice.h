@@ -121,7 +121,8 @@ class EtcdNameservice final : public Nameservice {
   bool Apply(const std::string& key, const std::optional<std::string>& value);
   // Writes this node's record under the current lease; kAlreadyExists when `create_only` and the
   // key exists.
-  absl::Status WriteRecord(EtcdClient& client, bool create_only);
+  absl::Status WriteRecord(EtcdClient& client, bool create_only)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(call_mu_);
   // Notes whether etcd answered, logging each change once.
   void NoteReachable(const absl::Status& status);
 
