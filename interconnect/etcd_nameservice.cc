@@ -19,8 +19,6 @@
 namespace troupe::interconnect {
 namespace {
 
-// Largest node id (actors/actor_id.h: 20 bits).
-constexpr NodeId kLastNodeId = (1u << 20) - 1;
 // Pause between attempts while etcd is unreachable.
 constexpr absl::Duration kRetry = absl::Seconds(1);
 // A watch with nothing to say for this long is ended and made again (after a fresh read).
@@ -29,7 +27,8 @@ constexpr absl::Duration kQuietWatch = absl::Seconds(30);
 std::optional<NodeId> ParseId(std::string_view text) {
   NodeId id = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (error != std::errc() || end != text.data() + text.size() || id == 0 || id > kLastNodeId) {
+  if (error != std::errc() || end != text.data() + text.size() || id == 0 ||
+      id > ActorId::kMaxNode) {
     return std::nullopt;
   }
   return id;
@@ -114,8 +113,8 @@ absl::StatusOr<std::shared_ptr<EtcdNameservice>> EtcdNameservice::Connect(EtcdOp
   }
   names->table_thread_ = std::thread([raw = names.get()] { raw->FollowTable(); });
   names->lease_thread_ = std::thread([raw = names.get()] { raw->KeepLease(); });
-  troupe::MutexLock lock(&names->table_mu_);
-  if (!names->table_mu_.AwaitWithDeadline(absl::Condition(&names->table_read_), deadline)) {
+  troupe::MutexLock lock(&names->read_mu_);
+  if (!names->read_mu_.AwaitWithDeadline(absl::Condition(&names->table_read_), deadline)) {
     return absl::UnavailableError(absl::StrCat("membership: etcd at ", names->options_.endpoint,
                                                " did not give the table in time"));
   }
@@ -149,8 +148,9 @@ absl::StatusOr<NodeId> EtcdNameservice::Join(NodeId node) {
   if (self() != 0 || left_) {
     return absl::FailedPreconditionError("membership: this nameservice joined already");
   }
-  if (node > kLastNodeId) {
-    return absl::InvalidArgumentError(absl::StrCat("node id ", node, " is over ", kLastNodeId));
+  if (node > ActorId::kMaxNode) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node id ", node, " is over ", ActorId::kMaxNode));
   }
   record_ = options_.local;
   if (node != 0) {
@@ -176,7 +176,7 @@ absl::StatusOr<NodeId> EtcdNameservice::Join(NodeId node) {
       candidate = ParseId(read->kvs(0).value()).value_or(1);
       version = read->kvs(0).mod_revision();
     }
-    if (candidate > kLastNodeId) {
+    if (candidate > ActorId::kMaxNode) {
       return absl::ResourceExhaustedError("membership: etcd handed out every node id");
     }
     proto::etcd::TxnRequest txn;
@@ -325,14 +325,10 @@ void EtcdNameservice::FollowTable() {
             if (answer.canceled() || answer.compact_revision() != 0) {
               return false;  // compacted past us: read the table again
             }
-            bool changed = false;
             for (const proto::etcd::Event& event : answer.events()) {
-              changed |= Apply(event.kv().key(), event.type() == proto::etcd::Event::DELETE
-                                                     ? std::nullopt
-                                                     : std::optional(event.kv().value()));
-            }
-            if (changed) {
-              watchers_.Notify();
+              Apply(event.kv().key(), event.type() == proto::etcd::Event::DELETE
+                                          ? std::nullopt
+                                          : std::optional(event.kv().value()));
             }
             return !stopping_.load();
           });
@@ -364,38 +360,27 @@ absl::StatusOr<int64_t> EtcdNameservice::ReadTable(EtcdClient& client) {
       seen[*id] = kv.value();
     }
   }
-  bool changed = false;
-  std::vector<NodeId> gone;
-  {
-    troupe::MutexLock lock(&table_mu_);
-    for (const auto& [node, endpoint] : members_) {
-      if (!seen.contains(node)) {
-        gone.push_back(node);
-      }
+  for (const NodeEndpoint& member : table_.Members()) {
+    if (!seen.contains(member.node)) {
+      Apply(NodeKey(member.node), std::nullopt);
     }
   }
-  for (NodeId node : gone) {
-    changed |= Apply(NodeKey(node), std::nullopt);
-  }
   for (const auto& [node, value] : seen) {
-    changed |= Apply(NodeKey(node), value);
+    Apply(NodeKey(node), value);
   }
   {
-    troupe::MutexLock lock(&table_mu_);
+    troupe::MutexLock lock(&read_mu_);
     table_read_ = true;
-  }
-  if (changed) {
-    watchers_.Notify();
   }
   return read->header().revision();
 }
 
-bool EtcdNameservice::Apply(const std::string& key, const std::optional<std::string>& value) {
+void EtcdNameservice::Apply(const std::string& key, const std::optional<std::string>& value) {
   const std::string nodes = absl::StrCat(prefix_, "nodes/");
   std::optional<NodeId> node =
       key.starts_with(nodes) ? ParseId(std::string_view{key}.substr(nodes.size())) : std::nullopt;
   if (!node.has_value()) {
-    return false;
+    return;
   }
   std::optional<NodeEndpoint> endpoint;
   if (value.has_value()) {
@@ -410,51 +395,24 @@ bool EtcdNameservice::Apply(const std::string& key, const std::optional<std::str
                               .client = record.client()};
     }
   }
-  troupe::MutexLock lock(&table_mu_);
-  auto it = members_.find(*node);
+  const std::optional<NodeEndpoint> known = table_.Resolve(*node);
   if (!endpoint.has_value()) {
-    if (it == members_.end()) {
-      return false;
+    if (known.has_value()) {
+      TROUPE_LOG(kInfo, kInterconnect) << "membership: node " << *node << " left";
+      table_.Remove(*node);
     }
-    members_.erase(it);
-    TROUPE_LOG(kInfo, kInterconnect) << "membership: node " << *node << " left";
-    return true;
+    return;
   }
-  if (it != members_.end() && it->second == *endpoint) {
-    return false;
+  if (known != endpoint) {
+    TROUPE_LOG(kInfo, kInterconnect)
+        << "membership: node " << *node
+        << (endpoint->client ? std::string(" joined (a client)")
+                             : absl::StrCat(" joined at ", endpoint->host, ":", endpoint->port));
+    table_.Set(*endpoint);
   }
-  TROUPE_LOG(kInfo, kInterconnect)
-      << "membership: node " << *node
-      << (endpoint->client ? std::string(" joined (a client)")
-                           : absl::StrCat(" joined at ", endpoint->host, ":", endpoint->port));
-  members_[*node] = *endpoint;
-  return true;
 }
 
 // -- Nameservice ----------------------------------------------------------------------------
-
-std::optional<NodeEndpoint> EtcdNameservice::Resolve(NodeId node) const {
-  troupe::MutexLock lock(&table_mu_);
-  auto it = members_.find(node);
-  if (it == members_.end()) {
-    return std::nullopt;
-  }
-  return it->second;
-}
-
-std::vector<NodeEndpoint> EtcdNameservice::Members() const {
-  troupe::MutexLock lock(&table_mu_);
-  std::vector<NodeEndpoint> all;
-  all.reserve(members_.size());
-  for (const auto& [node, endpoint] : members_) {
-    all.push_back(endpoint);
-  }
-  return all;
-}
-
-NameserviceWatch EtcdNameservice::Watch(std::function<void()> on_change) {
-  return watchers_.Add(std::move(on_change));
-}
 
 std::optional<NodeEndpoint> EtcdNameservice::Local(NodeId self) const {
   NodeEndpoint local = options_.local;

@@ -37,11 +37,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -98,9 +98,11 @@ class EtcdNameservice final : public Nameservice {
   // Whether etcd answered the last call (false while it is unreachable).
   bool reachable() const { return reachable_.load(std::memory_order_relaxed); }
 
-  std::optional<NodeEndpoint> Resolve(NodeId node) const override;
-  std::vector<NodeEndpoint> Members() const override;
-  NameserviceWatch Watch(std::function<void()> on_change) override;
+  std::optional<NodeEndpoint> Resolve(NodeId node) const override { return table_.Resolve(node); }
+  std::vector<NodeEndpoint> Members() const override { return table_.Members(); }
+  NameserviceWatch Watch(std::function<void()> on_change) override {
+    return table_.Watch(std::move(on_change));
+  }
   // The configured local endpoint.
   std::optional<NodeEndpoint> Local(NodeId self) const override;
   // Writes this node's record (it listens at `self`), under the lease. kFailedPrecondition before
@@ -117,8 +119,9 @@ class EtcdNameservice final : public Nameservice {
   void FollowTable();
   // Reads the whole table; returns the revision to watch from.
   absl::StatusOr<int64_t> ReadTable(EtcdClient& client);
-  // Applies one PUT (record) or DELETE (nullopt) of `key`; returns whether the table changed.
-  bool Apply(const std::string& key, const std::optional<std::string>& value);
+  // Applies one PUT (record) or DELETE (nullopt) of `key` to the table, which tells the watchers
+  // when it changed.
+  void Apply(const std::string& key, const std::optional<std::string>& value);
   // Writes this node's record under the current lease; kAlreadyExists when `create_only` and the
   // key exists.
   absl::Status WriteRecord(EtcdClient& client, bool create_only)
@@ -140,11 +143,11 @@ class EtcdNameservice final : public Nameservice {
   bool left_ ABSL_GUARDED_BY(call_mu_) = false;
   NodeEndpoint record_ ABSL_GUARDED_BY(call_mu_);
 
-  mutable troupe::Mutex table_mu_;
-  std::map<NodeId, NodeEndpoint> members_ ABSL_GUARDED_BY(table_mu_);
+  // The announced members, as last read from etcd; its watchers are this nameservice's.
+  StaticNameservice table_;
+  troupe::Mutex read_mu_;
   // The table has been read once (Connect waits for it).
-  bool table_read_ ABSL_GUARDED_BY(table_mu_) = false;
-  NameserviceWatchers watchers_;
+  bool table_read_ ABSL_GUARDED_BY(read_mu_) = false;
 
   // The watch stream's client, stopped from the destructor.
   std::unique_ptr<EtcdClient> stream_;

@@ -8,7 +8,9 @@
 // and installs itself as the node's remote router. The TCP transport's socket I/O runs on that
 // pool's workers (actors/node_hooks.h, IoPoller), unless `interconnect.io_thread` gives it a
 // thread of its own. A node that joins the nameservice later gets
-// its proxy when the nameservice announces it, when an event is routed to it, or when it dials in.
+// its proxy when the nameservice announces it, when an event is routed to it, or when it dials in;
+// one that leaves it is gone at once (nameservice.h: its session ends, later events get
+// Undelivered{kNoRoute}). A client node (NodeEndpoint::client) listens nowhere.
 // From then on a send to an ActorId (or a ServiceId) of another node goes to that node's proxy:
 //   - the event is serialized on the sender's thread; a local event is refused with
 //     Undelivered{kNotSerializable}, one above max_event_size with Undelivered{kTooLarge}, one for
@@ -19,11 +21,11 @@
 //   - the proxy waits for the session while it is being established, then packs events into
 //     frames (many per frame, many frames per write) with sequence numbers, acknowledgements and
 //     XXH3 checksums (interconnect/internal/wire.h);
-//   - the node with the lower id dials (again after 20 ms, doubling up to the heartbeat interval,
-//     while nothing listens; again at once when the handshake is not answered within two
-//     heartbeats), the other accepts; the handshake checks protocol version, cluster id, node
-//     ids and, with TLS, that the claimed node id is the one the certificate names
-//     (interconnect/internal/handshake.h), in one handshake actor per connection;
+//   - the node with the lower id dials, or the client when one side is a client (again after
+//     20 ms, doubling up to the heartbeat interval, while nothing listens; again at once when
+//     the handshake is not answered within two heartbeats), the other accepts; the handshake checks
+//     protocol version, cluster id, node ids and, with TLS, that the claimed node id is the one the
+//     certificate names (interconnect/internal/handshake.h), in one handshake actor per connection;
 //   - a refused connection is answered with the reason, which both sides log once per change
 //     with the remote address and count (troupe_interconnect_refusals_total{direction}); the
 //     dialler dials again after a heartbeat, doubling up to max_redial_delay_ms;
@@ -160,8 +162,10 @@ struct SessionCounters {
 
 class Interconnect {
  public:
-  // Starts the interconnect of `system` (see the file comment). kInvalidArgument when the
-  // nameservice has no entry for this node or the incarnation is 0; kUnavailable when the address
+  // Starts the interconnect of `system` (see the file comment): listens where the nameservice's
+  // Local says (nowhere for a client), then announces the node there (Nameservice::Announce,
+  // whose error fails the start). kInvalidArgument when the nameservice has no place for this
+  // node or the incarnation is 0; kUnavailable when the address
   // cannot be listened on; kResourceExhausted when the proxies cannot be registered (the mailbox
   // or service table is full). On failure nothing is left running.
   static absl::StatusOr<std::unique_ptr<Interconnect>> Start(ActorSystem* system,
@@ -172,7 +176,7 @@ class Interconnect {
   Interconnect(Interconnect&&) = delete;
   Interconnect& operator=(Interconnect&&) = delete;
 
-  // The port this node listens on (the table's, or the one chosen for port 0).
+  // The port this node listens on (the table's, or the one chosen for port 0); 0 for a client.
   uint16_t port() const { return port_; }
   uint64_t incarnation() const { return incarnation_; }
   // Returns the nameservice the interconnect asks.

@@ -42,7 +42,13 @@ std::vector<NodeEndpoint> StaticNameservice::Members() const {
 }
 
 NameserviceWatch StaticNameservice::Watch(std::function<void()> on_change) {
-  return watchers_.Add(std::move(on_change));
+  troupe::MutexLock lock(&notify_mu_);
+  const uint64_t id = next_watch_++;
+  watchers_.emplace(id, std::move(on_change));
+  return NameserviceWatch([this, id] {
+    troupe::MutexLock lock(&notify_mu_);
+    watchers_.erase(id);
+  });
 }
 
 void StaticNameservice::Set(const NodeEndpoint& endpoint) {
@@ -50,7 +56,7 @@ void StaticNameservice::Set(const NodeEndpoint& endpoint) {
     troupe::MutexLock lock(&mu_);
     members_[endpoint.node] = endpoint;
   }
-  watchers_.Notify();
+  Notify();
 }
 
 void StaticNameservice::Remove(NodeId node) {
@@ -58,21 +64,11 @@ void StaticNameservice::Remove(NodeId node) {
     troupe::MutexLock lock(&mu_);
     members_.erase(node);
   }
-  watchers_.Notify();
+  Notify();
 }
 
-NameserviceWatch NameserviceWatchers::Add(std::function<void()> on_change) {
-  troupe::MutexLock lock(&mu_);
-  const uint64_t id = next_++;
-  watchers_.emplace(id, std::move(on_change));
-  return NameserviceWatch([this, id] {
-    troupe::MutexLock lock(&mu_);
-    watchers_.erase(id);
-  });
-}
-
-void NameserviceWatchers::Notify() {
-  troupe::MutexLock lock(&mu_);
+void StaticNameservice::Notify() {
+  troupe::MutexLock lock(&notify_mu_);
   for (const auto& [id, watcher] : watchers_) {
     watcher();
   }

@@ -114,28 +114,6 @@ class Nameservice {
   }
 };
 
-// The watchers of a nameservice, for implementations: Add returns the watch, Notify calls every
-// watcher in turn. A cancelled watch returns only when no call to it is in progress.
-class NameserviceWatchers {
- public:
-  NameserviceWatchers() = default;
-  ~NameserviceWatchers() = default;
-  NameserviceWatchers(const NameserviceWatchers&) = delete;
-  NameserviceWatchers& operator=(const NameserviceWatchers&) = delete;
-  NameserviceWatchers(NameserviceWatchers&&) = delete;
-  NameserviceWatchers& operator=(NameserviceWatchers&&) = delete;
-
-  // The watch must go before this object does.
-  [[nodiscard]] NameserviceWatch Add(std::function<void()> on_change);
-  void Notify();
-
- private:
-  // Held while watchers run.
-  troupe::Mutex mu_;
-  uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<uint64_t, std::function<void()>> watchers_ ABSL_GUARDED_BY(mu_);
-};
-
 // A table kept in memory: the config's node table, changed by the program.
 class StaticNameservice final : public Nameservice {
  public:
@@ -153,9 +131,15 @@ class StaticNameservice final : public Nameservice {
   void Remove(NodeId node);
 
  private:
+  void Notify();
+
   mutable troupe::Mutex mu_;
   std::map<NodeId, NodeEndpoint> members_ ABSL_GUARDED_BY(mu_);
-  NameserviceWatchers watchers_;
+  // Watchers by id; `notify_mu_` is held while they run, so a cancelled watch returns only when no
+  // call to it is in progress.
+  troupe::Mutex notify_mu_;
+  uint64_t next_watch_ ABSL_GUARDED_BY(notify_mu_) = 1;
+  std::map<uint64_t, std::function<void()>> watchers_ ABSL_GUARDED_BY(notify_mu_);
 };
 
 }  // namespace troupe::interconnect

@@ -46,12 +46,6 @@
 // so the binary never hangs. Sizes shrink under sanitizers.
 //
 //   build/bench/bench/actors/actors_bench --benchmark_repetitions=3
-#include <unistd.h>
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -78,6 +72,7 @@
 #include "actors/supervision.h"
 #include "actors/sync.h"
 #include "actors/testing/actors.h"
+#include "bench/process_memory.h"
 #include "bench/sanitized.h"
 #include "proto/config.pb.h"
 
@@ -780,28 +775,6 @@ class Spawner : public troupe::Actor {
   uint64_t remaining_ = 0;
 };
 
-// Resident set size of this process in bytes.
-int64_t ResidentBytes() {
-  std::FILE* statm = std::fopen("/proc/self/statm", "r");
-  if (statm == nullptr) {
-    return -1;
-  }
-  long size = 0;
-  long resident = -1;
-  if (std::fscanf(statm, "%ld %ld", &size, &resident) != 2) {
-    resident = -1;
-  }
-  std::fclose(statm);
-  return resident < 0 ? -1 : static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
-}
-
-// Returns freed heap memory to the system, so the RSS baseline does not hide reusable free space.
-void TrimHeap() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-}
-
 // Actors/s of registering and bootstrapping kSpawnCount idle actors, and bytes per live actor.
 // external:0 spawns from an actor on the User pool, external:1 from the benchmark thread.
 void BM_Spawn(benchmark::State& state) {
@@ -818,8 +791,8 @@ void BM_Spawn(benchmark::State& state) {
     // Owned by the loop body; leaked (with the node) on timeout, since workers may still use it.
     auto run = std::make_unique<SpawnRun>(kSpawnCount);
     g_spawn_run.store(run.get(), std::memory_order_release);
-    TrimHeap();
-    const int64_t rss_before = ResidentBytes();
+    troupe::bench::TrimHeap();
+    const int64_t rss_before = troupe::bench::ResidentBytes();
     const troupe::PoolCounters pool_before = UserPool(*system);
     state.ResumeTiming();
 
@@ -839,14 +812,14 @@ void BM_Spawn(benchmark::State& state) {
     }
 
     state.PauseTiming();
-    const int64_t rss_after = ResidentBytes();
+    const int64_t rss_after = troupe::bench::ResidentBytes();
     ReportPool(state, pool_before, UserPool(*system), static_cast<int64_t>(kSpawnCount));
     const bool failed = run->failed.load(std::memory_order_acquire);
     system->Stop();  // destroys every actor
     g_spawn_run.store(nullptr, std::memory_order_release);
     system.reset();
     run.reset();
-    TrimHeap();
+    troupe::bench::TrimHeap();
     if (failed) {
       state.SkipWithError("BM_Spawn: Register returned an empty id (see the log)");
       return;

@@ -29,16 +29,9 @@
 // registering the actors, destroying it all.
 //
 //   build/release/bench/testing/test_runtime_bench
-#include <unistd.h>
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -53,6 +46,7 @@
 #include "actors/actor.h"
 #include "actors/log.h"
 #include "actors/testing/test_runtime.h"
+#include "bench/process_memory.h"
 #include "bench/sanitized.h"
 #include "bench/testing/bench_events.pb.h"
 
@@ -171,21 +165,9 @@ double TrafficBudgetS() {
 
 // Resident set size of this process in bytes, after returning freed heap memory to the system so
 // the figure does not hide reusable free space.
-int64_t ResidentBytes() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-  std::FILE* statm = std::fopen("/proc/self/statm", "r");
-  if (statm == nullptr) {
-    return -1;
-  }
-  long size = 0;
-  long resident = -1;
-  if (std::fscanf(statm, "%ld %ld", &size, &resident) != 2) {
-    resident = -1;
-  }
-  std::fclose(statm);
-  return resident < 0 ? -1 : static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
+int64_t TrimmedResidentBytes() {
+  bench::TrimHeap();
+  return bench::ResidentBytes();
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -210,14 +192,14 @@ std::unique_ptr<TestRuntime> BuildRuntime(uint32_t nodes, const proto::ActorSyst
   // When the budget cuts the traffic, the events left on links are dead letters at teardown, each
   // logged at info: warnings only, process-wide (the teardown runs on the benchmark's thread).
   SetLogLevel(LogLevel::kWarn);
-  *rss_before = ResidentBytes();
+  *rss_before = TrimmedResidentBytes();
   const auto start = std::chrono::steady_clock::now();
   auto runtime = std::make_unique<TestRuntime>(
       TestRuntimeOptions{.nodes = nodes, .seed = 1, .config = config, .trace_capacity = 0});
   register_actors(*runtime);
   runtime->DispatchEvents();
   run->setup_s = SecondsSince(start);
-  run->rss_built = static_cast<double>(ResidentBytes() - *rss_before);
+  run->rss_built = static_cast<double>(TrimmedResidentBytes() - *rss_before);
   return runtime;
 }
 
@@ -305,7 +287,7 @@ void BM_SimRing(benchmark::State& state) {
     run.steps = static_cast<double>(runtime->steps() - steps_before);
     run.cross_node = static_cast<double>(hops - remaining);
     run.done = run.cross_node / static_cast<double>(hops);
-    run.rss_after = static_cast<double>(ResidentBytes() - rss_before);
+    run.rss_after = static_cast<double>(TrimmedResidentBytes() - rss_before);
     if (finished && remaining != 0) {
       state.SkipWithError("the token stopped early");
     }
@@ -415,7 +397,7 @@ void BM_SimRandomPairs(benchmark::State& state) {
     run.steps = static_cast<double>(runtime->steps() - steps_before);
     run.cross_node = static_cast<double>(tally.cross_node);
     run.done = static_cast<double>(tally.rounds_done) / rounds;
-    run.rss_after = static_cast<double>(ResidentBytes() - rss_before);
+    run.rss_after = static_cast<double>(TrimmedResidentBytes() - rss_before);
     sessions += static_cast<double>(tally.sessions.size());
     if (finished && static_cast<double>(tally.rounds_done) != rounds) {
       state.SkipWithError("a round did not finish");

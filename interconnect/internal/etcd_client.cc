@@ -19,6 +19,15 @@ std::chrono::microseconds ToChrono(absl::Duration duration) {
   return std::chrono::microseconds(absl::ToInt64Microseconds(duration));
 }
 
+// The request as the gateway reads it: etcd's own field names.
+std::string ToJson(const google::protobuf::Message& request) {
+  google::protobuf::util::JsonPrintOptions print;
+  print.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(request, &json, print);
+  return json;
+}
+
 }  // namespace
 
 absl::Status ParseEtcdJson(std::string_view text, google::protobuf::Message* message) {
@@ -60,11 +69,7 @@ std::string EtcdClient::PrefixEnd(std::string_view prefix) {
 
 absl::StatusOr<std::string> EtcdClient::Post(const std::string& path,
                                              const google::protobuf::Message& request) {
-  std::string body;
-  google::protobuf::util::JsonPrintOptions print;
-  print.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(request, &body, print);
-  httplib::Result result = http_->Post(path, body, "application/json");
+  httplib::Result result = http_->Post(path, ToJson(request), "application/json");
   if (!result) {
     return absl::UnavailableError(absl::StrCat("etcd at ", endpoint_, " did not answer ", path,
                                                ": ", httplib::to_string(result.error())));
@@ -76,38 +81,46 @@ absl::StatusOr<std::string> EtcdClient::Post(const std::string& path,
   return std::move(result->body);
 }
 
-absl::StatusOr<int64_t> EtcdClient::Grant(absl::Duration ttl) {
-  proto::etcd::LeaseGrantRequest request;
-  request.set_ttl(absl::ToInt64Seconds(ttl));
-  absl::StatusOr<std::string> body = Post("/v3/lease/grant", request);
+template <typename Answer>
+absl::StatusOr<Answer> EtcdClient::Call(const std::string& path,
+                                        const google::protobuf::Message& request) {
+  absl::StatusOr<std::string> body = Post(path, request);
   if (!body.ok()) {
     return body.status();
   }
-  proto::etcd::LeaseGrantResponse answer;
+  Answer answer;
   if (absl::Status status = ParseEtcdJson(*body, &answer); !status.ok()) {
     return status;
   }
-  if (!answer.error().empty() || answer.id() == 0) {
-    return absl::InternalError(absl::StrCat("etcd granted no lease: ", answer.error()));
+  return answer;
+}
+
+absl::StatusOr<int64_t> EtcdClient::Grant(absl::Duration ttl) {
+  proto::etcd::LeaseGrantRequest request;
+  request.set_ttl(absl::ToInt64Seconds(ttl));
+  absl::StatusOr<proto::etcd::LeaseGrantResponse> answer =
+      Call<proto::etcd::LeaseGrantResponse>("/v3/lease/grant", request);
+  if (!answer.ok()) {
+    return answer.status();
   }
-  return answer.id();
+  if (!answer->error().empty() || answer->id() == 0) {
+    return absl::InternalError(absl::StrCat("etcd granted no lease: ", answer->error()));
+  }
+  return answer->id();
 }
 
 absl::StatusOr<int64_t> EtcdClient::KeepAlive(int64_t lease) {
   proto::etcd::LeaseKeepAliveRequest request;
   request.set_id(lease);
-  absl::StatusOr<std::string> body = Post("/v3/lease/keepalive", request);
-  if (!body.ok()) {
-    return body.status();
+  absl::StatusOr<proto::etcd::KeepAliveStreamMessage> answer =
+      Call<proto::etcd::KeepAliveStreamMessage>("/v3/lease/keepalive", request);
+  if (!answer.ok()) {
+    return answer.status();
   }
-  proto::etcd::KeepAliveStreamMessage answer;
-  if (absl::Status status = ParseEtcdJson(*body, &answer); !status.ok()) {
-    return status;
+  if (answer->has_error()) {
+    return absl::InternalError(absl::StrCat("etcd keep-alive: ", answer->error().message()));
   }
-  if (answer.has_error()) {
-    return absl::InternalError(absl::StrCat("etcd keep-alive: ", answer.error().message()));
-  }
-  return answer.result().ttl();
+  return answer->result().ttl();
 }
 
 absl::Status EtcdClient::Revoke(int64_t lease) {
@@ -121,15 +134,7 @@ absl::StatusOr<proto::etcd::RangeResponse> EtcdClient::Range(std::string_view ke
   proto::etcd::RangeRequest request;
   request.set_key(std::string(key));
   request.set_range_end(std::string(range_end));
-  absl::StatusOr<std::string> body = Post("/v3/kv/range", request);
-  if (!body.ok()) {
-    return body.status();
-  }
-  proto::etcd::RangeResponse answer;
-  if (absl::Status status = ParseEtcdJson(*body, &answer); !status.ok()) {
-    return status;
-  }
-  return answer;
+  return Call<proto::etcd::RangeResponse>("/v3/kv/range", request);
 }
 
 absl::Status EtcdClient::Put(std::string_view key, std::string_view value, int64_t lease) {
@@ -141,15 +146,12 @@ absl::Status EtcdClient::Put(std::string_view key, std::string_view value, int64
 }
 
 absl::StatusOr<bool> EtcdClient::Txn(const proto::etcd::TxnRequest& request) {
-  absl::StatusOr<std::string> body = Post("/v3/kv/txn", request);
-  if (!body.ok()) {
-    return body.status();
+  absl::StatusOr<proto::etcd::TxnResponse> answer =
+      Call<proto::etcd::TxnResponse>("/v3/kv/txn", request);
+  if (!answer.ok()) {
+    return answer.status();
   }
-  proto::etcd::TxnResponse answer;
-  if (absl::Status status = ParseEtcdJson(*body, &answer); !status.ok()) {
-    return status;
-  }
-  return answer.succeeded();
+  return answer->succeeded();
 }
 
 absl::Status EtcdClient::Watch(
@@ -160,12 +162,10 @@ absl::Status EtcdClient::Watch(
   create.set_key(std::string(key));
   create.set_range_end(std::string(range_end));
   create.set_start_revision(start_revision);
-  google::protobuf::util::JsonPrintOptions print;
-  print.preserve_proto_field_names = true;
   httplib::Request http;
   http.method = "POST";
   http.path = "/v3/watch";
-  (void)google::protobuf::util::MessageToJsonString(request, &http.body, print);
+  http.body = ToJson(request);
   http.set_header("Content-Type", "application/json");
   // The gateway streams one JSON object per line; chunks split them anywhere.
   std::string pending;

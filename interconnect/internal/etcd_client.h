@@ -67,6 +67,9 @@ class EtcdClient {
  private:
   absl::StatusOr<std::string> Post(const std::string& path,
                                    const google::protobuf::Message& request);
+  // Post, with the answer parsed as an `Answer`.
+  template <typename Answer>
+  absl::StatusOr<Answer> Call(const std::string& path, const google::protobuf::Message& request);
 
   const std::string endpoint_;
   std::unique_ptr<httplib::Client> http_;
