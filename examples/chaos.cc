@@ -8,6 +8,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -17,7 +18,17 @@
 namespace troupe::examples {
 
 std::string ChaosKindName(ChaosAction::Kind kind) {
-  return kind == ChaosAction::Kind::kKill ? "kill" : "restart";
+  switch (kind) {
+    case ChaosAction::Kind::kKill:
+      return "kill";
+    case ChaosAction::Kind::kRestart:
+      return "restart";
+    case ChaosAction::Kind::kJoin:
+      return "join";
+    case ChaosAction::Kind::kLeave:
+      return "leave";
+  }
+  return "?";
 }
 
 absl::StatusOr<std::vector<ChaosAction>> ParseChaosPlan(absl::string_view plan, int nodes,
@@ -28,24 +39,30 @@ absl::StatusOr<std::vector<ChaosAction>> ParseChaosPlan(absl::string_view plan, 
     auto bad = [item](absl::string_view why) {
       return absl::InvalidArgumentError(absl::StrCat("--chaos: '", item, "': ", why));
     };
-    const size_t colon = item.find(':');
-    const size_t at = item.find('@');
-    if (colon == absl::string_view::npos || at == absl::string_view::npos || at < colon) {
-      return bad("want ACTION:NODE@SECONDS, e.g. kill:2@1.5");
-    }
     ChaosAction action;
-    const absl::string_view kind = item.substr(0, colon);
-    if (kind == "kill") {
-      action.kind = ChaosAction::Kind::kKill;
-    } else if (kind == "restart") {
-      action.kind = ChaosAction::Kind::kRestart;
-    } else {
-      return bad("the action is kill or restart");
-    }
     uint32_t node = 0;
-    if (!absl::SimpleAtoi(item.substr(colon + 1, at - colon - 1), &node) || node < 1 ||
-        node > static_cast<uint32_t>(nodes)) {
-      return bad(absl::StrCat("the node is one of 1..", nodes));
+    const size_t at = item.find('@');
+    if (absl::StartsWith(item, "join@")) {
+      action.kind = ChaosAction::Kind::kJoin;  // a new node: no number
+    } else {
+      const size_t colon = item.find(':');
+      if (colon == absl::string_view::npos || at == absl::string_view::npos || at < colon) {
+        return bad("want ACTION:NODE@SECONDS or join@SECONDS, e.g. kill:2@1.5");
+      }
+      const absl::string_view kind = item.substr(0, colon);
+      if (kind == "kill") {
+        action.kind = ChaosAction::Kind::kKill;
+      } else if (kind == "restart") {
+        action.kind = ChaosAction::Kind::kRestart;
+      } else if (kind == "leave") {
+        action.kind = ChaosAction::Kind::kLeave;
+      } else {
+        return bad("the action is kill, restart, leave or join");
+      }
+      if (!absl::SimpleAtoi(item.substr(colon + 1, at - colon - 1), &node) || node < 1 ||
+          node > static_cast<uint32_t>(nodes)) {
+        return bad(absl::StrCat("the node is one of 1..", nodes));
+      }
     }
     double when = 0;
     if (!absl::SimpleAtod(item.substr(at + 1), &when) || !std::isfinite(when) || when < 0 ||
@@ -64,14 +81,17 @@ absl::StatusOr<std::vector<ChaosAction>> ParseChaosPlan(absl::string_view plan, 
                    [](const ChaosAction& a, const ChaosAction& b) { return a.at < b.at; });
   std::map<uint32_t, bool> down;
   for (const ChaosAction& action : actions) {
-    const bool kill = action.kind == ChaosAction::Kind::kKill;
-    if (down[action.node] == kill) {
+    if (action.kind == ChaosAction::Kind::kJoin) {
+      continue;
+    }
+    const bool stop = action.kind != ChaosAction::Kind::kRestart;
+    if (down[action.node] == stop) {
       return absl::InvalidArgumentError(
           absl::StrCat("--chaos: ", ChaosKindName(action.kind), ":", action.node, "@",
                        absl::ToDoubleSeconds(action.at), ": node ", action.node,
-                       kill ? " is down already at that time" : " is not down at that time"));
+                       stop ? " is down already at that time" : " is not down at that time"));
     }
-    down[action.node] = kill;
+    down[action.node] = stop;
   }
   return actions;
 }
@@ -95,13 +115,17 @@ absl::StatusOr<std::vector<ChaosEvent>> ReadChaosLog(const std::string& path) {
     ChaosEvent event;
     if (fields.size() != 4 || !absl::SimpleAtod(fields[0], &event.second) ||
         !absl::SimpleAtoi(fields[1], &event.node) || !absl::SimpleAtoi(fields[3], &event.pid) ||
-        (fields[2] != "kill" && fields[2] != "restart")) {
+        (fields[2] != "kill" && fields[2] != "restart" && fields[2] != "join" &&
+         fields[2] != "leave")) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", number, ": want ", kChaosCsvHeader, ", got '", line, "'"));
     }
     event.action.assign(fields[2].data(), fields[2].size());
     events.push_back(std::move(event));
   }
+  // A row waits for the id of a node started by a restart or a join: rows may come out of order.
+  std::stable_sort(events.begin(), events.end(),
+                   [](const ChaosEvent& a, const ChaosEvent& b) { return a.second < b.second; });
   return events;
 }
 

@@ -1,17 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Fault injection for `troupe_cluster --chaos` and how the load report learns of it.
+// Fault injection and membership changes for `troupe_cluster --chaos`, and how the load report
+// learns of them.
 //
 //   | step                     | who            | how                                             |
 //   |--------------------------|----------------|-------------------------------------------------|
-//   | the plan                 | troupe_cluster | --chaos=kill:2@1,restart:2@2.5 (ParseChaosPlan) |
+//   | the plan                 | troupe_cluster | --chaos=kill:2@1,restart:2@2.5,join@2,leave:3@3 |
+//   |                          |                | (ParseChaosPlan)                                |
 //   | the load starts          | troupe_loadgen | writes the time to --load_start_file            |
 //   |                          |                | (WriteLoadStart); troupe_cluster reads it       |
 //   | a node is killed/started | troupe_cluster | SIGKILL to the pid it started / the same        |
 //   |                          |                | command again; appends a row to chaos.csv       |
+//   | a node joins / leaves    | troupe_cluster | starts one more troupe_node / SIGTERM (a clean  |
+//   |                          |                | stop); appends a row to chaos.csv (etcd         |
+//   |                          |                | membership only)                                |
 //   | the report               | troupe_loadgen | reads --chaos_log (ReadChaosLog) at the end:    |
 //   |                          |                | chaos.csv, a table and plot markers; losses on  |
-//   |                          |                | pairs touching a killed node are expected       |
+//   |                          |                | pairs touching a node killed or gone are        |
+//   |                          |                | expected                                        |
+//
+// A row names the node by its id. With etcd membership a node started by a restart or a join
+// gets a new id from etcd; troupe_cluster writes its row, timed at the process's start, once the
+// node has told it its id (WriteNodeIdFile, node_runner.h).
 //
 // Times are seconds after the load start, as troupe_loadgen wrote it, on the wall clock both
 // processes share (one machine). Second N of the per-second figures covers (N-1, N].
@@ -37,20 +47,24 @@ namespace troupe::examples {
 
 // One step of a chaos plan.
 struct ChaosAction {
-  enum class Kind { kKill, kRestart };
+  // kKill: SIGKILL; kRestart: the same command line again; kJoin: one more troupe_node; kLeave:
+  // SIGTERM, a clean stop.
+  enum class Kind { kKill, kRestart, kJoin, kLeave };
   Kind kind = Kind::kKill;
+  // 1..N, the node's place in the start order; 0 for a join (a new node).
   uint32_t node = 0;
   // After the load start.
   absl::Duration at;
 };
 
-// Returns "kill" or "restart".
+// Returns "kill", "restart", "join" or "leave".
 std::string ChaosKindName(ChaosAction::Kind kind);
 
-// Parses `plan`, a comma-separated list of ACTION:NODE@SECONDS (ACTION kill or restart, NODE in
-// 1..`nodes`, SECONDS a decimal in [0, `seconds`)), into actions sorted by time (the given order
-// at equal times). kInvalidArgument names the item at fault: a bad item, a node out of range, a
-// time out of range, a kill of a node already down or a restart of one that is up.
+// Parses `plan`, a comma-separated list of ACTION:NODE@SECONDS (ACTION kill, restart or leave,
+// NODE in 1..`nodes`) or join@SECONDS, SECONDS a decimal in [0, `seconds`), into actions sorted
+// by time (the given order at equal times). kInvalidArgument names the item at fault: a bad item,
+// a node out of range, a time out of range, a kill or leave of a node already down or a restart of
+// one that is up.
 absl::StatusOr<std::vector<ChaosAction>> ParseChaosPlan(absl::string_view plan, int nodes,
                                                         int seconds);
 
@@ -59,7 +73,7 @@ struct ChaosEvent {
   // After the load start.
   double second = 0;
   uint32_t node = 0;
-  // "kill" or "restart".
+  // "kill", "restart", "join" or "leave".
   std::string action;
   // The process killed, or the one started.
   int64_t pid = 0;
@@ -71,8 +85,8 @@ inline constexpr absl::string_view kChaosCsvHeader = "second,node,action,pid";
 // Returns one line of chaos.csv (with its '\n').
 std::string ChaosCsvRow(const ChaosEvent& event);
 
-// Reads chaos.csv (a header, then ChaosCsvRow lines). kNotFound when the file cannot be read,
-// kInvalidArgument naming the line that does not parse.
+// Reads chaos.csv (a header, then ChaosCsvRow lines) and returns its rows sorted by time.
+// kNotFound when the file cannot be read, kInvalidArgument naming the line that does not parse.
 absl::StatusOr<std::vector<ChaosEvent>> ReadChaosLog(const std::string& path);
 
 // Writes `start` to `path` (through a temporary file and a rename: a reader never sees half).

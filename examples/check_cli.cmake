@@ -6,7 +6,9 @@
 #   exit 2 with one line on stderr naming it;
 # - troupe_node with a config that fails validation, does not parse or is missing: exit 3, the
 #   field (or line) at fault on stderr; troupe_cluster with such a --node_config: exit 3 too;
-# - out-of-range values and a bad --chaos plan: exit 2, before any process starts.
+# - out-of-range values and a bad --chaos plan: exit 2, before any process starts;
+# - --membership=etcd's flags (a join or leave without it, a missing etcd, troupe_loadgen without
+#   --expect_nodes): exit 2 before etcd or any node starts; a --node_config with a node_id: 3.
 # Run with -DBIN_DIR=<examples build directory> -DVERSION=<Troupe version> -DDIR=<scratch dir>.
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
@@ -73,3 +75,22 @@ expect(2 "" "--chaos: 'kill:9@1': the node is one of 1\\.\\.3" troupe_cluster --
 expect(2 "" "--chaos: 'kill:2@7': the time" troupe_cluster --seconds=5 --chaos=kill:2@7)
 expect(2 "" "node 2 is not down" troupe_cluster --chaos=restart:2@1)
 expect(2 "" "want ACTION:NODE@SECONDS" troupe_cluster --chaos=2@1)
+# Membership in etcd: the flags that go with it, checked before etcd or any node starts.
+expect(2 "" "--membership: static or etcd, got 'dns'" troupe_cluster --membership=dns)
+expect(2 "" "--chaos: join needs --membership=etcd" troupe_cluster --chaos=join@1)
+expect(2 "" "--chaos: leave needs --membership=etcd" troupe_cluster --chaos=leave:2@1)
+expect(2 "" "--base_port: static membership only" troupe_cluster --membership=etcd
+       --base_port=20000)
+expect(2 "" "--etcd_binary=/no/etcd: not found" troupe_cluster --membership=etcd
+       --etcd_binary=/no/etcd)
+expect(2 "" "--chaos: 'leave:4@1': the node is one of 1\\.\\.3" troupe_cluster --membership=etcd
+       --chaos=leave:4@1)
+expect(2 "" "node 2 is down already" troupe_cluster --membership=etcd --chaos=leave:2@1,kill:2@2)
+file(WRITE "${DIR}/with_node_id.conf" "node_id: 7\n")
+expect(3 "" "--node_config: [^\n]*node_id: leave it out, etcd gives each node its id"
+       troupe_cluster --membership=etcd "--node_config=${DIR}/with_node_id.conf"
+       "--workdir=${DIR}/cluster")
+file(WRITE "${DIR}/etcd.conf"
+     "interconnect { etcd { endpoint: \"http://127.0.0.1:1\" } listen { port: 0 } }\n")
+expect(2 "" "--expect_nodes: required with etcd membership" troupe_loadgen
+       "--config=${DIR}/etcd.conf")

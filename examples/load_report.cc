@@ -65,7 +65,7 @@ bool LoadFigures::has_report(uint32_t pair) const {
   return reports_.contains(pair);
 }
 
-std::vector<LoadSecond> LoadFigures::TakeSeconds(size_t pair_count, bool all) {
+std::vector<LoadSecond> LoadFigures::TakeSeconds(const std::vector<LoadPair>& pairs, bool all) {
   MutexLock lock(&mu_);
   std::vector<LoadSecond> out;
   for (auto it = seconds_.upper_bound(taken_); it != seconds_.end(); ++it) {
@@ -73,8 +73,12 @@ std::vector<LoadSecond> LoadFigures::TakeSeconds(size_t pair_count, bool all) {
       break;  // a second no pair reported yet comes first
     }
     bool complete = true;
-    for (uint32_t pair = 1; pair <= pair_count && complete; ++pair) {
-      complete = it->second.by_pair.contains(pair) || reports_.contains(pair);
+    for (const LoadPair& pair : pairs) {
+      if (pair.first_second <= it->first && !it->second.by_pair.contains(pair.id) &&
+          !reports_.contains(pair.id)) {
+        complete = false;
+        break;
+      }
     }
     if (!complete && !all) {
       break;
@@ -242,13 +246,16 @@ std::string GnuplotScript(const std::string& dir, const std::string& title, size
     faults = "set xrange [0:*]\n";
   }
   for (const ChaosEvent& event : chaos) {
+    // A node joining is good news: green; a fault red.
+    const char* color = event.action == "join" ? "#007000" : "#b00000";
     absl::StrAppendFormat(&faults,
                           "set arrow from first %.3f, graph 0 to first %.3f, graph 1 nohead "
-                          "dashtype 2 linewidth 1.5 linecolor rgb '#b00000'\n"
+                          "dashtype 2 linewidth 1.5 linecolor rgb '%s'\n"
                           "set label %s at first %.3f, graph 0.96 offset 0.4,0 "
-                          "textcolor rgb '#b00000'\n",
-                          event.second, event.second,
-                          GnuplotString(absl::StrCat(event.action, " ", event.node)), event.second);
+                          "textcolor rgb '%s'\n",
+                          event.second, event.second, color,
+                          GnuplotString(absl::StrCat(event.action, " ", event.node)), event.second,
+                          color);
   }
   std::string script;
   for (const auto& [terminal, file] :
@@ -336,20 +343,25 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
     absl::StrAppend(&html, "<p><b>Passed:</b> every event acknowledged once, in order.</p>\n");
   } else if (run.failures.empty()) {
     absl::StrAppend(&html,
-                    "<p><b>Passed under chaos:</b> every pair clear of the killed nodes had every "
-                    "event acknowledged once, in order.</p>\n");
+                    "<p><b>Passed under chaos:</b> every pair clear of the nodes killed or gone "
+                    "had every event acknowledged once, in order.</p>\n");
   } else {
     absl::StrAppend(&html, "<p class=\"bad\"><b>Failed:</b></p>\n");
     list(run.failures, " class=\"bad\"");
   }
   if (!run.expected.empty()) {
-    absl::StrAppend(&html, "<p>Expected losses (a node the pair touches was killed):</p>\n");
+    absl::StrAppend(&html,
+                    "<p>Expected losses (a node the pair touches was killed or left):</p>\n");
     list(run.expected, "");
   }
   if (!run.chaos.empty()) {
-    absl::StrAppend(&html,
-                    "<h2>Faults injected</h2>\n<p>troupe_cluster --chaos; seconds after the load "
-                    "start, marked on the latency plot (<a href=\"chaos.csv\">chaos.csv</a>).</p>"
+    const bool membership = std::any_of(
+        run.chaos.begin(), run.chaos.end(),
+        [](const ChaosEvent& event) { return event.action == "join" || event.action == "leave"; });
+    absl::StrAppend(&html, "<h2>", membership ? "Faults and membership changes" : "Faults injected",
+                    "</h2>\n<p>troupe_cluster --chaos (or --membership=etcd); seconds after the "
+                    "load start, marked on the latency plot (<a href=\"chaos.csv\">chaos.csv</a>)."
+                    "</p>"
                     "\n<table><tr><th>second</th><th>node</th><th>action</th><th>pid</th></tr>\n");
     for (const ChaosEvent& event : run.chaos) {
       absl::StrAppendFormat(&html,
@@ -358,6 +370,12 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
                             event.second, event.node, HtmlEscape(event.action), event.pid);
     }
     absl::StrAppend(&html, "</table>\n");
+  }
+  if (!run.joins.empty()) {
+    absl::StrAppend(&html,
+                    "<p>Nodes that joined (the first event is the load generator's echo ping "
+                    "answered by the node; each gets a pair of its own):</p>\n");
+    list(run.joins, "");
   }
   absl::StrAppend(&html,
                   "<p>RTT: from a data event's send to its acknowledgement back at the sender "
@@ -418,17 +436,21 @@ std::string FormatSecond(const LoadSecond& second) {
 
 LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
                            const std::map<uint32_t, LoadReport>& reports,
-                           const std::set<uint32_t>& killed) {
+                           const std::map<uint32_t, std::string>& gone) {
   LoadVerdict verdict;
-  // A pair touching a killed node may lose events; a duplicate is never expected.
+  // A pair touching a node killed or gone may lose events; a duplicate is never expected.
   auto judge = [&](const LoadPair& pair, const std::string& why, uint64_t dups) {
     const std::string line = absl::StrCat("pair ", pair.id, " (", Route(pair), "): ", why);
-    if (!killed.contains(pair.sender) && !killed.contains(pair.receiver)) {
+    auto it = gone.find(pair.sender);
+    if (it == gone.end()) {
+      it = gone.find(pair.receiver);
+    }
+    if (it == gone.end()) {
       verdict.failures.push_back(line);
     } else if (dups != 0) {
       verdict.failures.push_back(absl::StrCat(line, "; receiver saw ", dups, " duplicates"));
     } else {
-      verdict.expected.push_back(absl::StrCat(line, " (a node it touches was killed)"));
+      verdict.expected.push_back(absl::StrCat(line, " (a node it touches ", it->second, ")"));
     }
   };
   std::printf("\n%4s %-7s %11s %11s %8s %9s %9s %9s %7s %5s %6s %6s\n", "pair", "route", "events",

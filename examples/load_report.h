@@ -13,14 +13,20 @@
 //   | latency_histogram.csv  | every non-empty RTT bucket of all pairs: low_us, high_us, count |
 //   | latency.png, .svg      | RTT p50/p99/max per second above the RTT histogram (log scales),|
 //   |                        | rendered by gnuplot from report.gp when gnuplot is on PATH; a   |
-//   |                        | dashed line marks each fault injected (chaos.csv)               |
-//   | chaos.csv              | only after troupe_cluster --chaos: each node killed or          |
-//   |                        | restarted, seconds after the load start (chaos.h)               |
-//   | report.html            | the run's parameters, the faults, both tables, the plot and     |
-//   |                        | what RTT means                                                  |
+//   |                        | dashed line marks each fault injected (chaos.csv), green for a  |
+//   |                        | node that joined                                                |
+//   | chaos.csv              | only after troupe_cluster --chaos (or --membership=etcd): each  |
+//   |                        | node killed, restarted, joined or left, seconds after the load  |
+//   |                        | start (chaos.h)                                                 |
+//   | report.html            | the run's parameters, the faults and membership changes (with   |
+//   |                        | each joined node's time to its first event), both tables, the   |
+//   |                        | plot and what RTT means                                         |
 // RTT is the time from a data event's send to its acknowledgement back at the sender (one clock):
 // it includes the wait behind up to `window - 1` earlier events of the same pair, so it is a
 // latency under load, not an idle round trip (run --window=1 for that).
+//
+// A pair started during the run (a node joined) reports the run's seconds from the one it started
+// in (LoadPair::first_second): the per-second figures wait for it from that second on.
 //
 // Thread-safety: LoadFigures is thread-safe (the controller actor writes, the main thread reads);
 // WriteLoadReport is thread-compatible.
@@ -28,14 +34,13 @@
 // Example:
 //
 //   LoadFigures figures;                       // the controller actor calls Add / SetReport
-//   ... figures.CompleteSeconds(pair_count) each tick: print the lines it returns ...
+//   ... figures.TakeSeconds(pairs, false) each tick: print the lines it returns ...
 //   absl::StatusOr<std::string> html =
 //       WriteLoadReport("/tmp/run1", {.title = "3 pairs ...", .pairs = routes}, figures);
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +66,15 @@ struct LoadSecond {
   std::map<uint32_t, LoadProgress> by_pair;
 };
 
+// A pair as the load generator started it.
+struct LoadPair {
+  uint32_t id = 0;
+  uint32_t sender = 0;
+  uint32_t receiver = 0;
+  // The run's second the pair started in: 1, or later for a pair started when a node joined.
+  uint32_t first_second = 1;
+};
+
 // What the load generator learned: each pair's seconds (EvLoadProgress) and final reports.
 class LoadFigures {
  public:
@@ -72,11 +86,13 @@ class LoadFigures {
   std::map<uint32_t, LoadReport> reports() const ABSL_LOCKS_EXCLUDED(mu_);
   bool has_report(uint32_t pair) const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Returns the seconds, in order, that were not returned before and are complete: each of the
-  // pairs 1..`pair_count` sent its figures for it or has ended. With `all`, returns every second
-  // not returned before (at the end of the run). Figures for a second already returned are kept
-  // out of the per-second figures (the pair's report still counts them).
-  std::vector<LoadSecond> TakeSeconds(size_t pair_count, bool all) ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns the seconds, in order, that were not returned before and are complete: each pair of
+  // `pairs` that runs in it (first_second at most it) sent its figures for it or has ended. With
+  // `all`, returns every second not returned before (at the end of the run). Figures for a second
+  // already returned are kept out of the per-second figures (the pair's report still counts
+  // them).
+  std::vector<LoadSecond> TakeSeconds(const std::vector<LoadPair>& pairs, bool all)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Returns every second gathered, in order.
   std::vector<LoadSecond> seconds() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -87,22 +103,18 @@ class LoadFigures {
   uint32_t taken_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// A pair as the load generator started it.
-struct LoadPair {
-  uint32_t id = 0;
-  uint32_t sender = 0;
-  uint32_t receiver = 0;
-};
-
 struct LoadRunInfo {
   // One line saying what ran, e.g. "3 pair(s), 64 B payload, window 256, 5 s".
   std::string title;
   std::vector<LoadPair> pairs;
   // Why the run failed, one line each; empty when it passed.
   std::vector<std::string> failures;
-  // The faults injected during the run (troupe_cluster --chaos), in order.
+  // The faults and membership changes during the run (troupe_cluster --chaos, chaos.h), in order.
   std::vector<ChaosEvent> chaos;
-  // Losses of pairs touching a killed node, one line each: expected, not failures.
+  // Each node that joined during the run, one line each: when, how long after its start the first
+  // event came back from it, the pair started for it.
+  std::vector<std::string> joins;
+  // Losses of pairs touching a node killed or gone, one line each: expected, not failures.
   std::vector<std::string> expected;
 };
 
@@ -118,12 +130,13 @@ std::string FormatSecond(const LoadSecond& second);
 
 // Prints the final table (a row per pair and one for all, then what RTT measures) to stdout;
 // returns why the run failed, one line per failing pair (no failure: every event was
-// acknowledged once and in order). A pair whose sender or receiver is in `killed` (nodes killed
-// on purpose) may lose events, end early or see gaps: its line goes to `expected` instead; a
+// acknowledged once and in order). A pair whose sender or receiver is a key of `gone` (nodes
+// killed on purpose or that left the cluster, each with what happened: "was killed", "left") may
+// lose events, end early or see gaps: its line goes to `expected` instead, saying why; a
 // duplicate still fails it.
 LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
                            const std::map<uint32_t, LoadReport>& reports,
-                           const std::set<uint32_t>& killed = {});
+                           const std::map<uint32_t, std::string>& gone = {});
 
 // Writes the report files (see the file comment) into `dir`, creating it; returns the path of
 // report.html. Without gnuplot on PATH the images are missing and report.html says so (not an

@@ -109,7 +109,8 @@ class LoadSender final : public Actor {
         controller_(FromWords(start_.controller())),
         target_(kLoadReceiverService.WithNode(start_.receiver())),
         window_(std::max<uint32_t>(1, start_.window())),
-        payload_(start_.payload_bytes(), 'x') {}
+        payload_(start_.payload_bytes(), 'x'),
+        second_(std::max<uint32_t>(1, start_.first_second()) - 1) {}
 
  private:
   static constexpr absl::Duration kProgressInterval = absl::Seconds(1);
@@ -118,8 +119,24 @@ class LoadSender final : public Actor {
 
   void Bootstrap() override {
     started_ns_ = absl::GetCurrentTimeNanos();
-    ScheduleWakeup(kProgressInterval, kTagProgress);
-    ScheduleWakeup(absl::Milliseconds(start_.duration_ms()), kTagStop);
+    // A pair started during the run keeps to the run's seconds and end (LoadStart).
+    absl::Duration first = kProgressInterval;
+    if (start_.first_second_end_ns() != 0) {
+      first = std::clamp(absl::Nanoseconds(start_.first_second_end_ns() - started_ns_),
+                         absl::Milliseconds(1), kProgressInterval);
+    }
+    absl::Duration sending = absl::Milliseconds(start_.duration_ms());
+    if (start_.end_ns() != 0) {
+      sending = std::max(absl::ZeroDuration(), absl::Nanoseconds(start_.end_ns() - started_ns_));
+    }
+    // The run's second the sending ends in: the first, maybe partial, second, then whole ones.
+    last_second_ = second_ + 1;
+    if (sending > first) {
+      last_second_ += static_cast<uint32_t>(
+          absl::ToInt64Milliseconds(sending - first + absl::Milliseconds(999)) / 1000);
+    }
+    ScheduleWakeup(first, kTagProgress);
+    ScheduleWakeup(sending, kTagStop);
     Fill();
   }
 
@@ -222,7 +239,7 @@ class LoadSender final : public Actor {
     switch (ev.Get()->tag) {
       case kTagProgress:
         // The last second goes out at Finish, with the drain's acknowledgements.
-        if (second_ + 1 < SecondCount()) {
+        if (second_ + 1 < last_second_) {
           SendProgress();
           ScheduleWakeup(kProgressInterval, kTagProgress);
         }
@@ -257,11 +274,6 @@ class LoadSender final : public Actor {
     }
   }
 
-  // The pair's whole seconds of sending (at least 1).
-  uint32_t SecondCount() const {
-    return static_cast<uint32_t>(std::max<uint64_t>(1, (start_.duration_ms() + 999) / 1000));
-  }
-
   // Sends what the acknowledgements of second `second_ + 1` did, and starts the next second.
   void SendProgress() {
     auto progress = std::make_unique<EvLoadProgress>();
@@ -285,7 +297,7 @@ class LoadSender final : public Actor {
     sending_ = false;
     // The last second, with the drain's acknowledgements (or, for a pair that ended early, the
     // second it ended in).
-    if (second_ < SecondCount()) {
+    if (second_ < last_second_) {
       SendProgress();
     }
     const int64_t end = last_ack_ns_ != 0 ? last_ack_ns_ : absl::GetCurrentTimeNanos();
@@ -339,8 +351,10 @@ class LoadSender final : public Actor {
   uint64_t disconnects_ = 0;
   std::string problem_;
   LatencyHistogram rtt_;
-  // The second in progress (second_ + 1): its acknowledgements and their round trips.
-  uint32_t second_ = 0;
+  // The second in progress (second_ + 1): its acknowledgements and their round trips. The pair
+  // reports the run's seconds LoadStart.first_second to last_second_.
+  uint32_t second_;
+  uint32_t last_second_ = 1;
   uint64_t second_acked_ = 0;
   uint64_t second_bytes_ = 0;
   LatencyHistogram second_rtt_;

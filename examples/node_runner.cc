@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 #include "actors/config.h"
@@ -72,6 +75,9 @@ absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path,
                           absl::StrCat(path, " with --node_id=", node_id, ": ", status.message()));
     }
   }
+  if (config->interconnect().has_etcd()) {
+    return config;  // the id is node_id, or etcd's choice
+  }
   const uint32_t self = config->has_node_id() ? config->node_id() : 1;
   for (const proto::NodeAddress& node : config->interconnect().nodes()) {
     if (node.node_id() == self) {
@@ -80,6 +86,34 @@ absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path,
   }
   return absl::InvalidArgumentError(absl::StrCat(
       path, ": interconnect.nodes: no entry for node_id ", self, " (set node_id or --node_id)"));
+}
+
+absl::Status WriteNodeIdFile(const std::string& path, NodeId node, const std::string& metrics_url) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << node << "\n" << metrics_url << "\n";
+    if (!out.flush()) {
+      return absl::InternalError(absl::StrCat("cannot write ", temporary));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", temporary, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+NodeId ReadNodeIdFile(const std::string& path, std::string* metrics_url) {
+  std::ifstream in(path);
+  std::string line;
+  NodeId node = 0;
+  if (!std::getline(in, line) || !absl::SimpleAtoi(line, &node)) {
+    return 0;
+  }
+  if (metrics_url != nullptr && std::getline(in, line)) {
+    *metrics_url = line;
+  }
+  return node;
 }
 
 void EnableSessionLogs() {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // What troupe_node and troupe_loadgen share to run one node of a cluster from a config file:
-// loading the config with a node id override, termination signals, and a watcher that prints
-// sessions coming up and going down.
+// loading the config with a node id override, termination signals, a watcher that prints
+// sessions coming up and going down, and the id file through which a node whose id etcd chose
+// tells troupe_cluster that id.
 //
 // Signals: BlockTerminationSignals() must run first in main, before any thread exists, so every
 // thread (executor pools, scheduler, the TCP transport's I/O thread) inherits the blocked mask and
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
@@ -48,8 +50,18 @@ std::string SignalName(int signal);
 
 // Loads the config at `path` (troupe::LoadConfigFile) and, when `node_id` is not 0, makes it the
 // node's id; then validates the result. kInvalidArgument names the bad field; kNotFound when the
-// file cannot be read. The node must be listed in interconnect.nodes.
+// file cannot be read. With a static table (interconnect.nodes) the node must be listed in it;
+// with etcd membership (interconnect.etcd) the config may leave node_id out: etcd gives one.
 absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path, uint32_t node_id);
+
+// Writes `node`, and on a second line `metrics_url` (where it serves GET /metrics, when it does),
+// to `path` (through a temporary file and a rename: a reader never sees half). kInternal names the
+// file that could not be written.
+absl::Status WriteNodeIdFile(const std::string& path, NodeId node,
+                             const std::string& metrics_url = "");
+// Returns the id WriteNodeIdFile wrote to `path`, or 0 when there is none (yet); sets
+// `*metrics_url` (when not null) to the URL written with it.
+NodeId ReadNodeIdFile(const std::string& path, std::string* metrics_url = nullptr);
 
 // Makes sure the interconnect's info lines (sessions up and ended) reach the log, whatever level
 // the config asked for.

@@ -6,16 +6,28 @@
 // troupe_loadgen in the foreground (its table on our stdout, its log in <workdir>/loadgen.log),
 // then stops every node and exits with the load generator's status.
 //
+// Membership (--membership): `static` (the default) writes the node table into the config.
+// `etcd` starts etcd (--etcd_binary) on two free loopback ports with its data in
+// <workdir>/etcd-data, and writes a config with its endpoint and no table and no node_id: each
+// node gets its id from etcd (in start order: troupe_cluster starts the nodes one after the other
+// and learns each id from troupe_node --id_file), listens on a free port and follows the others
+// as they join and leave; the load generator waits for the N nodes in etcd. Unless --churn=false,
+// one more node joins half-way through the load and node N leaves (SIGTERM, a clean stop) at
+// three quarters; both are printed and logged like chaos actions, and the load generator gives the
+// joined node a pair and times its first event. etcd is stopped and its data removed at the end.
+//
 // No process outlives it: children get SIGTERM if the launcher dies (PR_SET_PDEATHSIG); when the
 // load generator ends, on SIGINT/SIGTERM, or when a node dies early, every child gets SIGTERM,
-// then SIGKILL after 5 s, and is reaped. A node that dies early, or does not exit cleanly (status
-// 0) on SIGTERM, fails the run; the tail of its log is printed.
+// then SIGKILL after 5 s, and is reaped (etcd last). A node that dies early, or does not exit
+// cleanly (status 0) on SIGTERM, fails the run; the tail of its log is printed.
 //
 // Chaos (--chaos=kill:2@1,restart:2@2): at each time after the load start (chaos.h) it SIGKILLs
-// the node's process, or starts it again with the same command line (id, port, config). Each
-// action is printed and appended to <workdir>/chaos.csv, which troupe_loadgen puts in the report.
-// A node killed on purpose does not fail the run, nor do losses on the pairs touching it;
-// anything else does, as does an action the load ended before.
+// the node's process, or starts it again with the same command line (id, port, config; with etcd
+// the node comes back with a new id, as a joined node). With etcd, join@T starts one more node
+// and leave:I@T stops node I with SIGTERM. Each action is printed and appended to
+// <workdir>/chaos.csv, which troupe_loadgen puts in the report. A node killed or stopped on
+// purpose does not fail the run (one that left must exit 0), nor do losses on the pairs touching
+// it; anything else does, as does an action the load ended before.
 //
 // Exit status (cli.h): the load generator's (0 passed, 1 failed), 1 when a node failed, 2 on a
 // bad flag, 3 on a bad --node_config (or a node that found its config bad).
@@ -23,6 +35,7 @@
 //   troupe_cluster --nodes=3 --seconds=5 [--report=/tmp/run1]
 //   troupe_cluster --nodes=2 --pairs=1 --window=1 --low_latency   # the round trip, busy-polled
 //   troupe_cluster --nodes=3 --seconds=6 --chaos=kill:2@2,restart:2@3 --report=/tmp/chaos
+//   troupe_cluster --membership=etcd --nodes=3 --seconds=6   # node 5 joins at 3 s, 3 leaves
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +61,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
@@ -58,10 +73,22 @@
 #include "child_process.h"
 #include "cli.h"
 #include "interconnect/tcp_transport.h"
+#include "local_etcd.h"
+#include "node_runner.h"
 #include "proto/config.pb.h"
 
 ABSL_FLAG(int, nodes, 3, "troupe_node processes (node ids 1..N; the load generator is N+1)");
-ABSL_FLAG(int, base_port, 0, "node i listens on base_port + i - 1; 0 picks free loopback ports");
+ABSL_FLAG(std::string, membership, "static",
+          "static: the config lists every node; etcd: start a local etcd, the nodes register "
+          "there (ids from etcd, free ports), and one node joins and one leaves during the load "
+          "(see --churn)");
+ABSL_FLAG(bool, churn, true,
+          "with --membership=etcd and no --chaos: one more node joins half-way through the load "
+          "and node N leaves (a clean stop) at three quarters");
+ABSL_FLAG(std::string, etcd_binary, "etcd",
+          "etcd to run with --membership=etcd (PATH is searched)");
+ABSL_FLAG(int, base_port, 0,
+          "node i listens on base_port + i - 1; 0 picks free loopback ports (static membership)");
 ABSL_FLAG(int, seconds, 5, "how long each pair sends");
 ABSL_FLAG(int, payload, 64, "payload bytes per data event");
 ABSL_FLAG(int, window, 256, "data events in flight per pair, at most");
@@ -77,8 +104,9 @@ ABSL_FLAG(std::string, node_config, "",
 ABSL_FLAG(std::string, chaos, "",
           "faults to inject, comma-separated ACTION:NODE@SECONDS after the load start: kill "
           "(SIGKILL) or restart (same id, port and config) node 1..N, at a time below --seconds, "
-          "e.g. kill:2@1,restart:2@2.5. Losses on pairs touching a killed node are expected; "
-          "anything else still fails the run");
+          "e.g. kill:2@1,restart:2@2.5; with --membership=etcd also join@SECONDS (one more node) "
+          "and leave:NODE@SECONDS (SIGTERM, a clean stop). Losses on pairs touching a node killed "
+          "or gone are expected; anything else still fails the run");
 ABSL_FLAG(std::string, workdir, "",
           "where the config and the logs go; empty makes a new directory under /tmp");
 ABSL_FLAG(std::string, report, "",
@@ -97,16 +125,28 @@ using troupe::examples::kExitConfig;
 using troupe::examples::kExitFailed;
 using troupe::examples::kExitOk;
 using troupe::examples::kExitUsage;
+using troupe::examples::LocalEtcd;
 
 constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
+// How long a node started with etcd membership may take to say its id (troupe_node --id_file).
+constexpr absl::Duration kIdTimeout = absl::Seconds(30);
 
-std::string ClusterConfig(const std::vector<uint16_t>& ports) {
+// Returns the config every process shares: the node table for `ports` (node i on ports[i - 1],
+// the last one the load generator's), or with `etcd` set, that endpoint and no table.
+std::string ClusterConfig(const std::vector<uint16_t>& ports, const std::string& etcd) {
   std::string text = absl::StrCat(
-      "# Written by troupe_cluster: nodes 1..", ports.size() - 1, " and the load generator (node ",
-      ports.size(),
-      ") on 127.0.0.1. Each process sets its\n"
-      "# node_id with --node_id. Small pools: the whole cluster shares the machine.\n"
-      "node_id: 1\n"
+      etcd.empty()
+          ? absl::StrCat("# Written by troupe_cluster: nodes 1..", ports.size() - 1,
+                         " and the load generator (node ", ports.size(),
+                         ") on 127.0.0.1. Each process sets its\n"
+                         "# node_id with --node_id. Small pools: the whole cluster shares the "
+                         "machine.\n"
+                         "node_id: 1\n")
+          : absl::StrCat("# Written by troupe_cluster: the nodes and the load generator find "
+                         "each other in etcd (",
+                         etcd,
+                         "):\n# no node_id (etcd gives each one), no node table, free ports. "
+                         "Small pools: the whole\n# cluster shares the machine.\n"),
       "default_pool: \"User\"\n"
       "pools { name: \"System\" threads: 1 spin_time_us: 20 }\n",
       absl::GetFlag(FLAGS_low_latency)
@@ -121,6 +161,16 @@ std::string ClusterConfig(const std::vector<uint16_t>& ports) {
       "  # Generous: four processes share a small machine (and maybe a sanitizer). The launcher\n"
       "  # notices a dead node by itself, at once.\n"
       "  dead_peer_timeout_ms: 10000\n");
+  if (!etcd.empty()) {
+    absl::StrAppend(&text,
+                    "  # A node that dies is gone from the others' tables lease_ttl_s after its "
+                    "last\n  # keep-alive; one that stops cleanly at once.\n"
+                    "  etcd { endpoint: \"",
+                    etcd,
+                    "\" lease_ttl_s: 5 }\n"
+                    "  listen { host: \"127.0.0.1\" port: 0 }\n}\n");
+    return text;
+  }
   for (size_t i = 0; i < ports.size(); ++i) {
     absl::StrAppend(&text, "  nodes { node_id: ", i + 1, " host: \"127.0.0.1\" port: ", ports[i],
                     " }\n");
@@ -162,8 +212,9 @@ void Overlay(const google::protobuf::Message& from, google::protobuf::Message* t
 
 // Returns the text of the cluster's config: ClusterConfig, with --node_config over it.
 // kInvalidArgument / kNotFound name the file and the field at fault.
-absl::StatusOr<std::string> NodeConfigText(const std::vector<uint16_t>& ports) {
-  const std::string text = ClusterConfig(ports);
+absl::StatusOr<std::string> NodeConfigText(const std::vector<uint16_t>& ports,
+                                           const std::string& etcd) {
+  const std::string text = ClusterConfig(ports, etcd);
   const std::string path = absl::GetFlag(FLAGS_node_config);
   if (path.empty()) {
     return text;
@@ -180,6 +231,16 @@ absl::StatusOr<std::string> NodeConfigText(const std::vector<uint16_t>& ports) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": monitoring.port: leave it out, troupe_cluster gives each node a port"));
   }
+  if (!etcd.empty() && user->has_node_id()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": node_id: leave it out, etcd gives each node its id"));
+  }
+  if (!user->interconnect().etcd().endpoint().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path,
+                     ": interconnect.etcd.endpoint: leave it out, troupe_cluster "
+                     "--membership=etcd starts etcd and writes its endpoint"));
+  }
   absl::StatusOr<troupe::proto::ActorSystemConfig> merged = troupe::ParseConfig(text);
   if (!merged.ok()) {
     return merged.status();
@@ -191,83 +252,251 @@ absl::StatusOr<std::string> NodeConfigText(const std::vector<uint16_t>& ports) {
   }
   std::string merged_text;
   google::protobuf::TextFormat::PrintToString(*merged, &merged_text);
+  if (!etcd.empty()) {
+    return absl::StrCat(
+        "# Written by troupe_cluster: its config for the nodes and the load "
+        "generator, members in etcd (",
+        etcd, "), with ", path, " over it.\n", merged_text);
+  }
   return absl::StrCat("# Written by troupe_cluster: its config for nodes 1..", ports.size() - 1,
                       " and the load generator (node ", ports.size(), ") with ", path,
                       " over it.\n# Each process sets its node_id with --node_id.\n", merged_text);
 }
 
+// Returns `binary` when it names a path, else the first executable `binary` on PATH; empty when
+// there is none.
+std::string FindBinary(const std::string& binary) {
+  if (absl::StrContains(binary, '/')) {
+    return ::access(binary.c_str(), X_OK) == 0 ? binary : std::string();
+  }
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+    const std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", binary);
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
+// The processes of the cluster: the nodes in start order (slots 0..N-1), the load generator
+// (slot N), then the nodes started by joins; with each node's id, 0 until it is known.
+struct Processes {
+  std::vector<Child> children;
+  std::vector<troupe::NodeId> ids;
+  size_t nodes = 0;  // N
+  size_t loadgen() const { return nodes; }
+};
+
+// Returns a node's id file (troupe_node --id_file) in `workdir`.
+std::string IdFile(const std::string& workdir, size_t slot) {
+  return absl::StrCat(workdir, "/node-", slot + 1, ".id");
+}
+
 // Carries out a chaos plan against the node processes, timed from the load start that
-// troupe_loadgen writes to `start_file`; appends each action to `log` (chaos.h).
+// troupe_loadgen writes to `start_file`; appends each action to `log` (chaos.h). A node started
+// by a join (or, with etcd, a restart) gets its row once it has written its id.
 class Chaos {
  public:
-  Chaos(std::vector<ChaosAction> plan, std::string start_file, std::string log)
-      : plan_(std::move(plan)), start_file_(std::move(start_file)), log_(std::move(log)) {}
+  // `join` is the command line of a node started by a join, but its id file and monitoring port.
+  Chaos(std::vector<ChaosAction> plan, std::string start_file, std::string log, bool etcd,
+        std::string workdir, std::vector<std::string> join)
+      : plan_(std::move(plan)),
+        start_file_(std::move(start_file)),
+        log_(std::move(log)),
+        etcd_(etcd),
+        workdir_(std::move(workdir)),
+        join_(std::move(join)) {}
 
   // Returns how long to wait before the next action is due, at most `cap`.
   absl::Duration Wait(absl::Duration cap) const {
+    if (!pending_.empty()) {
+      cap = std::min(cap, absl::Milliseconds(20));  // a joining node's id comes soon
+    }
     if (!start_ || next_ >= plan_.size()) {
       return cap;
     }
     return std::clamp(*start_ + plan_[next_].at - absl::Now(), absl::ZeroDuration(), cap);
   }
 
-  // Carries out the actions due; `nodes[i]` is node i + 1. Returns false when a node could not
-  // be restarted or the log not written.
-  bool Step(std::vector<Child>& nodes, const sigset_t& child_mask) {
+  // Carries out the actions due and writes the rows whose node id came. Returns false when a
+  // node could not be started, did not say its id within kIdTimeout, or the log not written.
+  bool Step(Processes& processes, const sigset_t& child_mask) {
     if (next_ < plan_.size() && !start_) {
       start_ = troupe::examples::ReadLoadStart(start_file_);
     }
     while (start_ && next_ < plan_.size() && absl::Now() >= *start_ + plan_[next_].at) {
-      const ChaosAction& action = plan_[next_++];
-      Child& child = nodes[action.node - 1];
-      ChaosEvent event{.second = absl::ToDoubleSeconds(absl::Now() - *start_),
-                       .node = action.node,
-                       .action = troupe::examples::ChaosKindName(action.kind)};
-      if (action.kind == ChaosAction::Kind::kKill) {
-        if (!child.running) {
-          continue;  // it died by itself: the supervisor reports that
-        }
-        event.pid = child.pid;
-        troupe::examples::KillNow(&child);
-        down_.insert(action.node);
-        std::printf("troupe_cluster: chaos: killed node %u (pid %d) at %.2f s\n", action.node,
-                    child.pid, event.second);
-      } else {
-        std::ofstream(child.log, std::ios::app)
-            << "---- troupe_cluster: chaos: node " << action.node << " restarted at "
-            << event.second << " s ----\n";
-        if (!troupe::examples::Spawn({.log_stdout = true, .own_group = true, .append = true},
-                                     child_mask, &child)) {
-          return false;
-        }
-        down_.erase(action.node);
-        event.pid = child.pid;
-        std::printf("troupe_cluster: chaos: restarted node %u (pid %d) at %.2f s\n", action.node,
-                    child.pid, event.second);
-      }
-      std::ofstream out(log_, std::ios::app);
-      out << troupe::examples::ChaosCsvRow(event);
-      if (!out.flush()) {
-        std::printf("troupe_cluster: cannot write %s\n", log_.c_str());
+      if (!Act(plan_[next_++], processes, child_mask)) {
         return false;
       }
+    }
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      const troupe::NodeId id = troupe::examples::ReadNodeIdFile(IdFile(workdir_, it->slot));
+      if (id == 0) {
+        if (absl::Now() - it->since > kIdTimeout) {
+          std::printf("troupe_cluster: chaos: %s (pid %d) did not say its id within %s\n",
+                      processes.children[it->slot].name.c_str(), processes.children[it->slot].pid,
+                      absl::FormatDuration(kIdTimeout).c_str());
+          return false;
+        }
+        ++it;
+        continue;
+      }
+      processes.ids[it->slot] = id;
+      processes.children[it->slot].name = absl::StrCat("node ", id);
+      it->event.node = id;
+      if (it->event.action == "join") {
+        std::printf("troupe_cluster: membership: node %u joined (pid %d), started at %.2f s\n", id,
+                    processes.children[it->slot].pid, it->event.second);
+      } else {
+        std::printf(
+            "troupe_cluster: chaos: restarted node %zu as node %u (pid %d), started at %.2f s\n",
+            it->slot + 1, id, processes.children[it->slot].pid, it->event.second);
+      }
+      if (!Record(it->event)) {
+        return false;
+      }
+      it = pending_.erase(it);
     }
     return true;
   }
 
-  // Whether node `node` is down on purpose.
-  bool down(uint32_t node) const { return down_.contains(node); }
-  // Actions not carried out yet.
-  size_t pending() const { return plan_.size() - next_; }
+  // Whether the node in `slot` is down on purpose (killed, or left).
+  bool down(size_t slot) const { return down_.contains(slot); }
+  // Whether the node in `slot` left (it must have exited 0).
+  bool left(size_t slot) const { return left_.contains(slot); }
+  // Actions not carried out yet, and rows still waiting for a node's id.
+  size_t pending() const { return plan_.size() - next_ + pending_.size(); }
 
  private:
+  // A row waiting for the id of the node started in `slot`.
+  struct Pending {
+    size_t slot = 0;
+    ChaosEvent event;
+    absl::Time since;
+  };
+
+  bool Act(const ChaosAction& action, Processes& processes, const sigset_t& child_mask) {
+    ChaosEvent event{.second = absl::ToDoubleSeconds(absl::Now() - *start_),
+                     .node = action.node,
+                     .action = troupe::examples::ChaosKindName(action.kind)};
+    if (action.kind == ChaosAction::Kind::kJoin) {
+      const size_t slot = processes.children.size();
+      Child child{.name = absl::StrCat("joining node (slot ", slot + 1, ")"),
+                  .log = absl::StrCat(workdir_, "/node-", slot + 1, ".log"),
+                  .args = join_};
+      child.args.push_back("--id_file=" + IdFile(workdir_, slot));
+      child.args.emplace_back("--monitoring_port=0");
+      ::unlink(IdFile(workdir_, slot).c_str());
+      if (!troupe::examples::Spawn({.log_stdout = true, .own_group = true}, child_mask, &child)) {
+        return false;
+      }
+      event.pid = child.pid;
+      processes.children.push_back(std::move(child));
+      processes.ids.push_back(0);
+      pending_.push_back({.slot = slot, .event = event, .since = absl::Now()});
+      return true;
+    }
+    const size_t slot = action.node - 1;
+    Child& child = processes.children[slot];
+    event.node = processes.ids[slot];
+    switch (action.kind) {
+      case ChaosAction::Kind::kKill:
+        if (!child.running) {
+          return true;  // it died by itself: the supervisor reports that
+        }
+        event.pid = child.pid;
+        troupe::examples::KillNow(&child);
+        down_.insert(slot);
+        std::printf("troupe_cluster: chaos: killed node %u (pid %d) at %.2f s\n", event.node,
+                    child.pid, event.second);
+        break;
+      case ChaosAction::Kind::kLeave:
+        if (!child.running) {
+          return true;
+        }
+        event.pid = child.pid;
+        ::kill(child.pid, SIGTERM);  // reaped by the supervisor, which checks the exit status
+        down_.insert(slot);
+        left_.insert(slot);
+        std::printf("troupe_cluster: membership: node %u leaves (SIGTERM to pid %d) at %.2f s\n",
+                    event.node, child.pid, event.second);
+        break;
+      case ChaosAction::Kind::kRestart:
+        std::ofstream(child.log, std::ios::app)
+            << "---- troupe_cluster: chaos: node " << action.node << " restarted at "
+            << event.second << " s ----\n";
+        if (etcd_) {
+          ::unlink(IdFile(workdir_, slot).c_str());  // the new process gets a new id
+        }
+        if (!troupe::examples::Spawn({.log_stdout = true, .own_group = true, .append = true},
+                                     child_mask, &child)) {
+          return false;
+        }
+        down_.erase(slot);
+        left_.erase(slot);
+        event.pid = child.pid;
+        if (etcd_) {
+          processes.ids[slot] = 0;
+          pending_.push_back({.slot = slot, .event = event, .since = absl::Now()});
+          return true;
+        }
+        std::printf("troupe_cluster: chaos: restarted node %u (pid %d) at %.2f s\n", action.node,
+                    child.pid, event.second);
+        break;
+      case ChaosAction::Kind::kJoin:
+        break;
+    }
+    return Record(event);
+  }
+
+  bool Record(const ChaosEvent& event) {
+    std::ofstream out(log_, std::ios::app);
+    out << troupe::examples::ChaosCsvRow(event);
+    if (!out.flush()) {
+      std::printf("troupe_cluster: cannot write %s\n", log_.c_str());
+      return false;
+    }
+    return true;
+  }
+
   const std::vector<ChaosAction> plan_;
   const std::string start_file_;
   const std::string log_;
+  const bool etcd_;
+  const std::string workdir_;
+  const std::vector<std::string> join_;
   size_t next_ = 0;
   std::optional<absl::Time> start_;
-  std::set<uint32_t> down_;
+  std::set<size_t> down_;
+  std::set<size_t> left_;
+  std::vector<Pending> pending_;
 };
+
+// Waits until the node in `slot` has written its id (troupe_node --id_file), at most
+// kIdTimeout. Returns why not: it ended, a signal came, the time ran out.
+std::string WaitForId(Processes& processes, size_t slot, const std::string& id_file,
+                      const sigset_t& signals) {
+  const absl::Time deadline = absl::Now() + kIdTimeout;
+  while ((processes.ids[slot] = troupe::examples::ReadNodeIdFile(id_file)) == 0) {
+    const int signal = troupe::examples::WaitSignal(signals, absl::Milliseconds(10));
+    if (signal == SIGINT || signal == SIGTERM) {
+      return absl::StrCat("interrupted (", troupe::examples::SignalText(signal), ")");
+    }
+    troupe::examples::Reap(processes.children);
+    const Child& child = processes.children[slot];
+    if (!child.running) {
+      troupe::examples::PrintTail(child.log);
+      return absl::StrCat(child.name, " (pid ", child.pid, ") ended before it had an id: ",
+                          troupe::examples::Describe(child.status));
+    }
+    if (absl::Now() > deadline) {
+      return absl::StrCat(child.name, " (pid ", child.pid, ") had no id after ",
+                          absl::FormatDuration(kIdTimeout));
+    }
+  }
+  return "";
+}
 
 int Run(const char* argv0) {
   const int nodes = absl::GetFlag(FLAGS_nodes);
@@ -279,15 +508,45 @@ int Run(const char* argv0) {
                  "or such that every node's port fits in 1..65535\n");
     return kExitUsage;
   }
+  const std::string membership = absl::GetFlag(FLAGS_membership);
+  if (membership != "static" && membership != "etcd") {
+    std::fprintf(stderr, "troupe_cluster: --membership: static or etcd, got '%s'\n",
+                 membership.c_str());
+    return kExitUsage;
+  }
+  const bool etcd = membership == "etcd";
+  if (etcd && base_port != 0) {
+    std::fprintf(stderr,
+                 "troupe_cluster: --base_port: static membership only (with etcd every node "
+                 "takes a free port)\n");
+    return kExitUsage;
+  }
+  std::string chaos_plan = absl::GetFlag(FLAGS_chaos);
+  if (etcd && chaos_plan.empty() && absl::GetFlag(FLAGS_churn)) {
+    // Half-way through, one more node; at three quarters, the last node of the start leaves
+    // (with one node only, it stays: the load needs it).
+    chaos_plan = absl::StrCat("join@", seconds / 2.0);
+    if (nodes >= 2) {
+      absl::StrAppend(&chaos_plan, ",leave:", nodes, "@", seconds * 0.75);
+    }
+  }
   std::vector<ChaosAction> plan;
-  if (const std::string chaos = absl::GetFlag(FLAGS_chaos); !chaos.empty()) {
+  if (!chaos_plan.empty()) {
     absl::StatusOr<std::vector<ChaosAction>> parsed =
-        troupe::examples::ParseChaosPlan(chaos, nodes, seconds);
+        troupe::examples::ParseChaosPlan(chaos_plan, nodes, seconds);
     if (!parsed.ok()) {
       std::fprintf(stderr, "troupe_cluster: %s\n", absl::StrCat(parsed.status().message()).c_str());
       return kExitUsage;
     }
     plan = std::move(*parsed);
+  }
+  for (const ChaosAction& action : plan) {
+    if (!etcd &&
+        (action.kind == ChaosAction::Kind::kJoin || action.kind == ChaosAction::Kind::kLeave)) {
+      std::fprintf(stderr, "troupe_cluster: --chaos: %s needs --membership=etcd\n",
+                   troupe::examples::ChaosKindName(action.kind).c_str());
+      return kExitUsage;
+    }
   }
 
   // Blocked before any child exists: they arrive through sigtimedwait. Children get the original
@@ -316,34 +575,48 @@ int Run(const char* argv0) {
       return kExitUsage;
     }
   }
+  std::string etcd_binary;
+  if (etcd) {
+    etcd_binary = FindBinary(absl::GetFlag(FLAGS_etcd_binary));
+    if (etcd_binary.empty()) {
+      std::fprintf(stderr,
+                   "troupe_cluster: --etcd_binary=%s: not found (scripts/setup.sh installs "
+                   "etcd-server)\n",
+                   absl::GetFlag(FLAGS_etcd_binary).c_str());
+      return kExitUsage;
+    }
+  }
 
+  // The table needs one port per process and each node one for GET /metrics (troupe_node
+  // --monitoring_port), picked in one go so that they differ. With etcd the nodes bind port 0 for
+  // both: a port picked here and released could be the one a node's listener gets.
   std::vector<uint16_t> ports;
-  if (base_port == 0) {
+  std::vector<uint16_t> metrics_ports;
+  if (!etcd) {
+    const auto count = static_cast<size_t>(nodes);
     absl::StatusOr<std::vector<uint16_t>> free =
-        troupe::interconnect::FreeLoopbackPorts(static_cast<size_t>(nodes) + 1);
+        troupe::interconnect::FreeLoopbackPorts(base_port == 0 ? 2 * count + 1 : count);
     if (!free.ok()) {
       std::printf("troupe_cluster: cannot pick free ports: %s\n",
                   std::string(free.status().message()).c_str());
       return kExitFailed;
     }
-    ports = std::move(*free);
-  } else {
-    for (int i = 0; i <= nodes; ++i) {
-      ports.push_back(static_cast<uint16_t>(base_port + i));
+    if (base_port == 0) {
+      ports.assign(free->begin(), free->begin() + static_cast<std::ptrdiff_t>(count) + 1);
+      metrics_ports.assign(free->begin() + static_cast<std::ptrdiff_t>(count) + 1, free->end());
+    } else {
+      for (int i = 0; i <= nodes; ++i) {
+        ports.push_back(static_cast<uint16_t>(base_port + i));
+      }
+      metrics_ports = std::move(*free);
     }
   }
-  // Each node serves GET /metrics on a port of its own (troupe_node --monitoring_port).
-  absl::StatusOr<std::vector<uint16_t>> metrics_ports =
-      troupe::interconnect::FreeLoopbackPorts(static_cast<size_t>(nodes));
-  if (!metrics_ports.ok()) {
-    std::printf("troupe_cluster: cannot pick free ports: %s\n",
-                std::string(metrics_ports.status().message()).c_str());
-    return kExitFailed;
-  }
-  absl::StatusOr<std::string> config_text = NodeConfigText(ports);
-  if (!config_text.ok()) {
+  // The config is checked before etcd starts (with a stand-in endpoint): a bad --node_config
+  // exits 3 at once.
+  if (absl::StatusOr<std::string> check = NodeConfigText(ports, etcd ? "http://127.0.0.1:1" : "");
+      !check.ok()) {
     std::fprintf(stderr, "troupe_cluster: --node_config: %s\n",
-                 absl::StrCat(config_text.status().message()).c_str());
+                 absl::StrCat(check.status().message()).c_str());
     return kExitConfig;
   }
   std::string workdir = absl::GetFlag(FLAGS_workdir);
@@ -359,6 +632,23 @@ int Run(const char* argv0) {
                  ErrorText(errno).c_str());
     return kExitUsage;
   }
+
+  // Stopped last, after every node (a node that stops leaves through it); on every path out.
+  LocalEtcd local_etcd;
+  if (etcd) {
+    if (std::string problem = local_etcd.Start(etcd_binary, workdir, signals, original);
+        !problem.empty()) {
+      std::printf("troupe_cluster: etcd (%s): %s\n", etcd_binary.c_str(), problem.c_str());
+      local_etcd.Stop();
+      ::pthread_sigmask(SIG_SETMASK, &original, nullptr);
+      return kExitFailed;
+    }
+    std::printf("troupe_cluster: etcd at %s (pid %d, data %s, log %s/etcd.log)\n",
+                local_etcd.endpoint().c_str(), local_etcd.pid(), local_etcd.data().c_str(),
+                workdir.c_str());
+  }
+  absl::StatusOr<std::string> config_text =
+      NodeConfigText(ports, etcd ? local_etcd.endpoint() : "");
   const std::string config = workdir + "/cluster.conf";
   const std::string chaos_log = workdir + "/chaos.csv";
   const std::string load_start = workdir + "/load_start";
@@ -372,28 +662,46 @@ int Run(const char* argv0) {
     }
     return true;
   };
-  if (!write(config, *config_text) ||
+  if (!config_text.ok() || !write(config, *config_text) ||
       (!plan.empty() && !write(chaos_log, absl::StrCat(troupe::examples::kChaosCsvHeader, "\n")))) {
     return kExitFailed;
   }
 
-  // children[0..nodes-1] are the nodes, children[nodes] the load generator.
-  std::vector<Child> children;
+  // Slots 0..nodes-1 are the nodes, `nodes` the load generator, then the nodes that join.
+  Processes processes;
+  processes.nodes = static_cast<size_t>(nodes);
+  std::vector<Child>& children = processes.children;
+  children.reserve(static_cast<size_t>(nodes) + 1 + plan.size());
   for (int i = 1; i <= nodes; ++i) {
-    children.push_back({.name = absl::StrCat("node ", i),
-                        .log = absl::StrCat(workdir, "/node-", i, ".log"),
-                        .args = {node_binary, "--config=" + config, absl::StrCat("--node_id=", i),
-                                 absl::StrCat("--monitoring_port=", (*metrics_ports)[i - 1])}});
+    Child child{.name = absl::StrCat("node ", i),
+                .log = absl::StrCat(workdir, "/node-", i, ".log"),
+                .args = {node_binary, "--config=" + config,
+                         absl::StrCat("--monitoring_port=",
+                                      etcd ? 0 : metrics_ports[static_cast<size_t>(i - 1)])}};
+    if (etcd) {
+      child.args.push_back("--id_file=" + IdFile(workdir, static_cast<size_t>(i - 1)));
+      ::unlink(IdFile(workdir, static_cast<size_t>(i - 1)).c_str());
+    } else {
+      child.args.push_back(absl::StrCat("--node_id=", i));
+    }
+    children.push_back(std::move(child));
+    processes.ids.push_back(etcd ? 0 : static_cast<troupe::NodeId>(i));
   }
   const int pairs = absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : nodes;
   Child loadgen_child{
       .name = "troupe_loadgen",
       .log = workdir + "/loadgen.log",
-      .args = {loadgen_binary, "--config=" + config, absl::StrCat("--node_id=", nodes + 1),
-               absl::StrCat("--pairs=", pairs),
+      .args = {loadgen_binary, "--config=" + config, absl::StrCat("--pairs=", pairs),
                absl::StrCat("--payload=", absl::GetFlag(FLAGS_payload)),
                absl::StrCat("--window=", absl::GetFlag(FLAGS_window)),
                absl::StrCat("--seconds=", seconds)}};
+  if (etcd) {
+    loadgen_child.args.push_back(absl::StrCat("--expect_nodes=", nodes));
+    loadgen_child.args.push_back("--id_file=" + workdir + "/loadgen.id");
+    ::unlink((workdir + "/loadgen.id").c_str());
+  } else {
+    loadgen_child.args.push_back(absl::StrCat("--node_id=", nodes + 1));
+  }
   if (!absl::GetFlag(FLAGS_report).empty()) {
     loadgen_child.args.push_back("--report=" + absl::GetFlag(FLAGS_report));
   }
@@ -402,37 +710,76 @@ int Run(const char* argv0) {
     loadgen_child.args.push_back("--chaos_log=" + chaos_log);
   }
   children.push_back(std::move(loadgen_child));
-  std::vector<std::string> port_list;
-  port_list.reserve(ports.size());
-  for (const uint16_t port : ports) {
-    port_list.push_back(absl::StrCat(port));
+  processes.ids.push_back(etcd ? 0 : static_cast<troupe::NodeId>(nodes + 1));
+  if (etcd) {
+    std::printf(
+        "troupe_cluster: %d node(s) and the load generator on 127.0.0.1, free ports, members in "
+        "etcd\ntroupe_cluster: config %s, logs %s/node-<i>.log (the i-th node started) and "
+        "loadgen.log\n",
+        nodes, config.c_str(), workdir.c_str());
+  } else {
+    std::vector<std::string> port_list;
+    port_list.reserve(ports.size());
+    for (const uint16_t port : ports) {
+      port_list.push_back(absl::StrCat(port));
+    }
+    std::printf(
+        "troupe_cluster: %d node(s) and the load generator (node %d) on 127.0.0.1, ports %s\n"
+        "troupe_cluster: config %s, logs %s/node-<i>.log and loadgen.log\n",
+        nodes, nodes + 1, absl::StrJoin(port_list, " ").c_str(), config.c_str(), workdir.c_str());
   }
-  std::printf(
-      "troupe_cluster: %d node(s) and the load generator (node %d) on 127.0.0.1, ports %s\n"
-      "troupe_cluster: config %s, logs %s/node-<i>.log and loadgen.log\n",
-      nodes, nodes + 1, absl::StrJoin(port_list, " ").c_str(), config.c_str(), workdir.c_str());
-  std::printf("troupe_cluster: metrics at http://127.0.0.1:{%s}/metrics (nodes 1..%d)\n",
-              absl::StrJoin(*metrics_ports, ",").c_str(), nodes);
+  if (!etcd) {
+    std::printf("troupe_cluster: metrics at http://127.0.0.1:{%s}/metrics (nodes 1..%d)\n",
+                absl::StrJoin(metrics_ports, ",").c_str(), nodes);
+  }
   if (!plan.empty()) {
-    std::printf("troupe_cluster: chaos: %s (seconds after the load start), logged to %s\n",
-                absl::GetFlag(FLAGS_chaos).c_str(), chaos_log.c_str());
+    std::printf("troupe_cluster: %s: %s (seconds after the load start), logged to %s\n",
+                absl::GetFlag(FLAGS_chaos).empty() ? "membership changes" : "chaos",
+                chaos_plan.c_str(), chaos_log.c_str());
   }
 
   bool failed = false;
   std::string why;
+  // With etcd, one at a time: each takes the next id, so node-<i>.log is node i's on a fresh
+  // etcd.
+  const absl::Time nodes_start = absl::Now();
   for (int i = 0; i < nodes && !failed; ++i) {
     failed =
         !troupe::examples::Spawn({.log_stdout = true, .own_group = true}, original, &children[i]);
+    if (failed) {
+      why = "could not start every process";
+    } else if (etcd) {
+      why = WaitForId(processes, static_cast<size_t>(i), IdFile(workdir, static_cast<size_t>(i)),
+                      signals);
+      failed = !why.empty();
+      children[i].name = absl::StrCat("node ", processes.ids[i]);
+    }
+  }
+  if (etcd && !failed) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < nodes; ++i) {
+      ids.push_back(absl::StrCat(processes.ids[i]));
+    }
+    std::printf("troupe_cluster: nodes %s registered in etcd in %.2f s\n",
+                absl::StrJoin(ids, " ").c_str(), absl::ToDoubleSeconds(absl::Now() - nodes_start));
+    std::vector<std::string> urls;
+    for (int i = 0; i < nodes; ++i) {
+      std::string url;
+      troupe::examples::ReadNodeIdFile(IdFile(workdir, static_cast<size_t>(i)), &url);
+      urls.push_back(url.empty() ? "-" : url);
+    }
+    std::printf("troupe_cluster: metrics at %s (nodes %s)\n", absl::StrJoin(urls, " ").c_str(),
+                absl::StrJoin(ids, " ").c_str());
   }
   if (!failed) {
-    failed = !troupe::examples::Spawn({}, original, &children[nodes]);
-  }
-  if (failed) {
-    why = "could not start every process";
+    failed = !troupe::examples::Spawn({}, original, &children[processes.loadgen()]);
+    if (failed) {
+      why = "could not start every process";
+    }
   }
 
-  Chaos chaos(plan, load_start, chaos_log);
-  Child& loadgen = children[nodes];
+  std::vector<std::string> join_args = {node_binary, "--config=" + config};
+  Chaos chaos(plan, load_start, chaos_log, etcd, workdir, std::move(join_args));
   std::optional<size_t> died;
   while (!failed) {
     const int signal = troupe::examples::WaitSignal(signals, chaos.Wait(kPollInterval));
@@ -442,16 +789,16 @@ int Run(const char* argv0) {
       break;
     }
     troupe::examples::Reap(children);
-    if (!loadgen.running) {
+    if (!children[processes.loadgen()].running) {
       break;
     }
-    if (!chaos.Step(children, original)) {
+    if (!chaos.Step(processes, original)) {
       failed = true;
       why = "a chaos action failed";
       break;
     }
-    for (size_t i = 0; i < static_cast<size_t>(nodes); ++i) {
-      if (!children[i].running && !chaos.down(static_cast<uint32_t>(i + 1))) {
+    for (size_t i = 0; i < children.size(); ++i) {
+      if (i != processes.loadgen() && !children[i].running && !chaos.down(i)) {
         died = i;
       }
     }
@@ -460,6 +807,11 @@ int Run(const char* argv0) {
       why = absl::StrCat(
           children[*died].name, " (pid ", children[*died].pid,
           ") died during the run: ", troupe::examples::Describe(children[*died].status));
+      break;
+    }
+    if (etcd && !local_etcd.running()) {
+      failed = true;
+      why = "etcd died during the run";
       break;
     }
   }
@@ -477,6 +829,10 @@ int Run(const char* argv0) {
     told[i] = children[i].running;
   }
   troupe::examples::StopAll(children, signals);
+  if (etcd) {
+    local_etcd.Stop();
+    std::printf("troupe_cluster: etcd stopped, %s removed\n", (workdir + "/etcd-data").c_str());
+  }
   ::pthread_sigmask(SIG_SETMASK, &original, nullptr);
 
   int code = kExitFailed;
@@ -485,6 +841,7 @@ int Run(const char* argv0) {
     code = kExitConfig;  // the node found its config bad
   }
   if (!failed) {
+    const Child& loadgen = children[processes.loadgen()];
     code = WIFEXITED(loadgen.status) ? WEXITSTATUS(loadgen.status) : kExitFailed;
     if (code != kExitOk) {
       std::printf("troupe_cluster: troupe_loadgen ended with %s\n",
@@ -496,11 +853,15 @@ int Run(const char* argv0) {
                   chaos.pending());
       code = kExitFailed;
     }
-    // A node that does not exit 0 on SIGTERM (a crash at shutdown, a sanitizer report) fails the
-    // run too.
-    for (size_t i = 0; i < static_cast<size_t>(nodes); ++i) {
-      if (told[i] && !(WIFEXITED(children[i].status) && WEXITSTATUS(children[i].status) == 0)) {
-        std::printf("troupe_cluster: %s did not stop cleanly: %s\n", children[i].name.c_str(),
+    // A node that does not exit 0 on SIGTERM (a crash at shutdown, a sanitizer report), told at
+    // the end or when it left, fails the run too.
+    for (size_t i = 0; i < children.size(); ++i) {
+      if (i == processes.loadgen() || !(told[i] || chaos.left(i))) {
+        continue;
+      }
+      if (!(WIFEXITED(children[i].status) && WEXITSTATUS(children[i].status) == 0)) {
+        std::printf("troupe_cluster: %s did not stop cleanly%s: %s\n", children[i].name.c_str(),
+                    chaos.left(i) && !told[i] ? " when it left" : "",
                     troupe::examples::Describe(children[i].status).c_str());
         troupe::examples::PrintTail(children[i].log);
         code = kExitFailed;
@@ -518,8 +879,10 @@ int main(int argc, char** argv) {
       argc, argv,
       "Runs a local Troupe cluster (troupe_node processes) and a load test (troupe_loadgen) "
       "against it, then stops every process; with --chaos, kills and restarts nodes during the "
-      "load. Exits 0 when every event was acknowledged once, in order (under --chaos: on every "
-      "pair clear of the killed nodes) and every node ran and stopped cleanly, 1 otherwise.");
+      "load; with --membership=etcd, the nodes find each other in a local etcd and one joins "
+      "and one leaves during the load. Exits 0 when every event was acknowledged once, in order "
+      "(under --chaos: on every pair clear of the nodes killed or gone) and every node ran and "
+      "stopped cleanly, 1 otherwise.");
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   return Run(argv[0]);
 }

@@ -1,22 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // troupe_loadgen: the controller of a load test, itself a node of the cluster. Waits until a
-// session with every other node of the table is up, starts `--pairs` sender→receiver pairs (pair i:
+// session with every other node is up — the nodes of the static table, or with etcd membership
+// the --expect_nodes others etcd lists — starts `--pairs` sender→receiver pairs (pair i:
 // sender others[i % K], receiver others[(i + 1) % K]), prints a line for every second of the run
 // (events/s, MB/s, RTT p50 and p99 of all pairs) and, at the end, a table per pair (events,
 // events/s, MB/s of payload, RTT percentiles, lost, duplicated, undelivered, unsure) and what RTT
 // measures. With --report=DIR it also writes the figures, plots and report.html there
 // (load_report.h). Exits 0 only when every pair reported, every event sent was acknowledged once
-// and in order; 2 on a bad flag, 3 on a bad config (cli.h). Under troupe_cluster --chaos it
-// writes the load's start time to --load_start_file and reads the faults injected from
-// --chaos_log at the end (chaos.h): losses on a pair touching a killed node are then expected.
+// and in order; 2 on a bad flag, 3 on a bad config (cli.h). Under troupe_cluster --chaos (and
+// --membership=etcd) it writes the load's start time to --load_start_file and reads the faults
+// injected and the membership changes from --chaos_log at the end (chaos.h): losses on a pair
+// touching a node killed or gone are then expected.
+//
+// It follows the membership (a Watch on its nameservice): a node that joins during the load gets
+// an echo ping at once — its answer is the first event back from the node, whose time the report
+// gives — and a pair of its own, from it to the first node of the load still a member, for the
+// rest of the run, with its own row in the table.
 //
 //   troupe_loadgen --config=cluster.conf --node_id=4 --seconds=5 [--report=/tmp/run1]
+//   troupe_loadgen --config=etcd.conf --expect_nodes=3 --seconds=5   # membership in etcd
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -37,6 +46,7 @@
 #include "chaos.h"
 #include "cli.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/nameservice.h"
 #include "interconnect/node.h"
 #include "load_report.h"
 #include "loadtest.h"
@@ -48,15 +58,24 @@ ABSL_FLAG(int, pairs, 0, "sender→receiver pairs; 0 means one per other node");
 ABSL_FLAG(int, payload, 64, "payload bytes per data event");
 ABSL_FLAG(int, window, 256, "data events in flight per pair, at most");
 ABSL_FLAG(int, seconds, 5, "how long each pair sends");
-ABSL_FLAG(int, connect_timeout_s, 30, "how long to wait for a session with every other node");
+ABSL_FLAG(
+    int, connect_timeout_s, 30,
+    "how long to wait for the other nodes (with etcd: to be members) and a session with each");
+ABSL_FLAG(int, expect_nodes, 0,
+          "with etcd membership (interconnect.etcd): the other nodes to wait for, besides this "
+          "one; the load runs between them. Unused with a static table");
+ABSL_FLAG(std::string, id_file, "",
+          "once the node is up, write its id into this file (useful when etcd chooses it)");
 ABSL_FLAG(std::string, report, "",
           "write the figures (CSV), plots (gnuplot) and report.html into this directory");
 ABSL_FLAG(std::string, load_start_file, "",
           "write the wall-clock time the load starts at into this file (troupe_cluster --chaos "
           "times its faults from it)");
 ABSL_FLAG(std::string, chaos_log, "",
-          "the faults injected during the run (chaos.csv of troupe_cluster --chaos), read at the "
-          "end: shown in the report, and losses on pairs touching a killed node are expected");
+          "the faults injected and the nodes that joined or left during the run (chaos.csv of "
+          "troupe_cluster --chaos or --membership=etcd), read at the "
+          "end: shown in the report, and losses on pairs touching a node killed or gone are "
+          "expected; the start of each node that joined times its first event");
 
 namespace {
 
@@ -65,10 +84,52 @@ using troupe::examples::kExitConfig;
 using troupe::examples::kExitFailed;
 using troupe::examples::kExitOk;
 using troupe::examples::kExitUsage;
+using troupe::examples::LoadPair;
 using troupe::examples::LoadReport;
 
-// What the controller actor learned, read by the main thread: the figures (load_report.h) and
-// which node sends for which pair.
+// Sent to the controller by the nameservice's watch: the membership changed.
+enum : troupe::EventType {
+  kEvMembersChanged = troupe::EventSpaceBegin(troupe::kUserEventSpace + 0x101),
+};
+struct EvMembersChanged final : troupe::EventLocal<EvMembersChanged, kEvMembersChanged> {};
+
+// How to start a pair for a node that joins once the load runs.
+struct LoadPlan {
+  absl::Time start;
+  absl::Time end;
+  uint32_t payload = 0;
+  uint32_t window = 0;
+  // The nodes of the load and this one: a member not among them has joined.
+  std::set<NodeId> known;
+  // Where a joined node's pair sends, in order of preference while members: the load's nodes.
+  std::vector<NodeId> receivers;
+};
+
+// A node that joined during the load, as the controller saw it.
+struct Join {
+  NodeId node = 0;
+  // When this node's nameservice listed it.
+  absl::Time seen;
+  // When its answer to the echo ping came back: the first event back from it.
+  std::optional<absl::Time> first_event;
+  // The pair started for it; id 0 when none (the load was ending, or no receiver was left).
+  LoadPair pair;
+  // Why no answer came, when the ping was reported undelivered.
+  std::string problem;
+};
+
+// The LoadStart of a joined node's pair.
+struct JoinStart {
+  LoadPair pair;
+  uint32_t payload = 0;
+  uint32_t window = 0;
+  uint64_t duration_ms = 0;
+  int64_t first_second_end_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// What the controller actor learned, read by the main thread: the figures (load_report.h), the
+// pairs (those of the load, then those of joined nodes) and the nodes that joined.
 class Board {
  public:
   troupe::examples::LoadFigures& figures() { return figures_; }
@@ -85,38 +146,134 @@ class Board {
   // The session to `node` died: the pairs it was sending for cannot report any more.
   void SenderLost(NodeId node) {
     troupe::MutexLock lock(&mu_);
-    for (const auto& [pair, sender] : senders_) {
-      if (sender == node && !figures_.has_report(pair)) {
+    for (const LoadPair& pair : pairs_) {
+      if (pair.sender == node && !figures_.has_report(pair.id)) {
         LoadReport report;
-        report.set_pair_id(pair);
+        report.set_pair_id(pair.id);
         report.set_problem(absl::StrCat("the session to its sender, node ", node, ", died"));
         figures_.SetReport(std::move(report));  // a report that came meanwhile stays
       }
     }
   }
-  void SetSender(uint32_t pair, NodeId node) {
+
+  // Fixes the load's pairs and how to start one for a node that joins; before any LoadStart.
+  void StartLoad(LoadPlan plan, std::vector<LoadPair> pairs) {
     troupe::MutexLock lock(&mu_);
-    senders_[pair] = node;
+    plan_ = std::move(plan);
+    pairs_ = std::move(pairs);
+  }
+  std::vector<LoadPair> pairs() const {
+    troupe::MutexLock lock(&mu_);
+    return pairs_;
+  }
+  std::vector<Join> joins() const {
+    troupe::MutexLock lock(&mu_);
+    std::vector<Join> out;
+    for (const auto& [node, join] : joins_) {
+      out.push_back(join);
+    }
+    return out;
+  }
+
+  // Notes that `node` is a member at `now` (`present`: every member that listens). Returns the
+  // pair to start when it has just joined (a member the load did not know), with id 0 when it
+  // gets none; nullopt when the load has not started or the node is known.
+  std::optional<JoinStart> Member(NodeId node, absl::Time now, const std::set<NodeId>& present) {
+    troupe::MutexLock lock(&mu_);
+    if (!plan_ || plan_->known.contains(node)) {
+      return std::nullopt;
+    }
+    plan_->known.insert(node);
+    Join& join = joins_[node];
+    join.node = node;
+    join.seen = now;
+    JoinStart start;
+    NodeId receiver = 0;
+    for (const NodeId candidate : plan_->receivers) {
+      if (candidate != node && present.contains(candidate)) {
+        receiver = candidate;
+        break;
+      }
+    }
+    if (receiver == 0 || plan_->end - now < kShortestJoinPair) {
+      return start;
+    }
+    // The run's second it starts in; seconds are (start + k - 1 s, start + k s].
+    const int64_t into = std::max<int64_t>(0, absl::ToInt64Nanoseconds(now - plan_->start));
+    const auto second = static_cast<uint32_t>(into / 1'000'000'000 + 1);
+    start.pair = {.id = static_cast<uint32_t>(pairs_.size() + 1),
+                  .sender = node,
+                  .receiver = receiver,
+                  .first_second = second};
+    start.payload = plan_->payload;
+    start.window = plan_->window;
+    start.duration_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(plan_->end - now));
+    start.first_second_end_ns = absl::ToUnixNanos(plan_->start + absl::Seconds(second));
+    start.end_ns = absl::ToUnixNanos(plan_->end);
+    pairs_.push_back(start.pair);
+    join.pair = start.pair;
+    return start;
+  }
+  // The answer to `node`'s echo ping came at `at`.
+  void FirstEvent(NodeId node, absl::Time at) {
+    troupe::MutexLock lock(&mu_);
+    if (auto it = joins_.find(node); it != joins_.end() && !it->second.first_event) {
+      it->second.first_event = at;
+    }
+  }
+  void PingFailed(NodeId node, std::string problem) {
+    troupe::MutexLock lock(&mu_);
+    if (auto it = joins_.find(node); it != joins_.end() && it->second.problem.empty()) {
+      it->second.problem = std::move(problem);
+    }
   }
 
  private:
+  // A node that joins less than this before the end gets no pair (it could not show a second).
+  static constexpr absl::Duration kShortestJoinPair = absl::Milliseconds(300);
+
   troupe::examples::LoadFigures figures_;
   mutable troupe::Mutex mu_;
-  std::map<uint32_t, NodeId> senders_ ABSL_GUARDED_BY(mu_);
+  std::optional<LoadPlan> plan_ ABSL_GUARDED_BY(mu_);
+  std::vector<LoadPair> pairs_ ABSL_GUARDED_BY(mu_);
+  std::map<NodeId, Join> joins_ ABSL_GUARDED_BY(mu_);
 };
+
+// Returns the LoadStart of `pair`.
+std::unique_ptr<troupe::examples::EvLoadStart> MakeLoadStart(const LoadPair& pair, uint32_t payload,
+                                                             uint32_t window, uint64_t duration_ms,
+                                                             const troupe::ActorId& controller) {
+  auto start = std::make_unique<troupe::examples::EvLoadStart>();
+  start->record.set_pair_id(pair.id);
+  start->record.set_receiver(pair.receiver);
+  start->record.set_payload_bytes(payload);
+  start->record.set_window(window);
+  start->record.set_duration_ms(duration_ms);
+  *start->record.mutable_controller() = troupe::examples::ToWords(controller);
+  return start;
+}
 
 // Receives progress and reports for the main thread. LoadStarts are sent in its name (the
 // cookie is the pair id) with kTrackDelivery | kSubscribeOnSession, so it also learns when one is
-// undelivered or when a sender node's session dies.
+// undelivered or when a sender node's session dies. It follows the membership (EvMembersChanged
+// from the nameservice's watch): a node that joins during the load gets an echo ping (cookie: the
+// node) and a pair.
 class Controller final : public troupe::Actor {
  public:
-  explicit Controller(Board* board) : Actor(&Controller::StateWork), board_(board) {}
+  Controller(Board* board, NodeId self,
+             std::shared_ptr<troupe::interconnect::Nameservice> nameservice)
+      : Actor(&Controller::StateWork),
+        board_(board),
+        self_(self),
+        nameservice_(std::move(nameservice)) {}
 
  private:
   TROUPE_STATE(StateWork) {
     switch (ev->type()) {
       TROUPE_HFUNC(troupe::examples::EvLoadProgress, HandleProgress);
       TROUPE_HFUNC(troupe::examples::EvLoadReport, HandleReport);
+      TROUPE_HFUNC(troupe::examples::EvEchoPong, HandlePong);
+      TROUPE_HFUNC(EvMembersChanged, HandleMembersChanged);
       TROUPE_HFUNC(troupe::EvUndelivered, HandleUndelivered);
       TROUPE_HFUNC(troupe::EvNodeDisconnected, HandleDisconnected);
       TROUPE_IGNORE(troupe::kEvNodeConnected);
@@ -131,11 +288,16 @@ class Controller final : public troupe::Actor {
   void HandleReport(troupe::EventPtr<troupe::examples::EvLoadReport> ev) {
     board_->Report(std::move(ev.Get()->record));
   }
+  void HandlePong(troupe::EventPtr<troupe::examples::EvEchoPong> ev) {
+    board_->FirstEvent(ev.Get()->record.node(), absl::Now());
+  }
   void HandleUndelivered(troupe::EventPtr<troupe::EvUndelivered> ev) {
+    const std::string why =
+        absl::StrCat("undelivered (", troupe::UndeliveredReasonName(ev.Get()->reason), ")");
     if (ev.Get()->source_type == troupe::examples::kEvLoadStart) {
-      board_->StartFailed(static_cast<uint32_t>(ev->cookie()),
-                          absl::StrCat("LoadStart undelivered (",
-                                       troupe::UndeliveredReasonName(ev.Get()->reason), ")"));
+      board_->StartFailed(static_cast<uint32_t>(ev->cookie()), absl::StrCat("LoadStart ", why));
+    } else if (ev.Get()->source_type == troupe::examples::kEvEchoPing) {
+      board_->PingFailed(static_cast<NodeId>(ev->cookie()), absl::StrCat("echo ping ", why));
     }
   }
 
@@ -143,8 +305,80 @@ class Controller final : public troupe::Actor {
     board_->SenderLost(ev.Get()->node);
   }
 
+  void HandleMembersChanged(troupe::EventPtr<EvMembersChanged> /*ev*/) {
+    const absl::Time now = absl::Now();
+    const std::vector<troupe::interconnect::NodeEndpoint> members = nameservice_->Members();
+    std::set<NodeId> present;
+    for (const troupe::interconnect::NodeEndpoint& member : members) {
+      if (!member.client) {
+        present.insert(member.node);
+      }
+    }
+    for (const NodeId node : present) {
+      if (node == self_) {
+        continue;
+      }
+      const std::optional<JoinStart> join = board_->Member(node, now, present);
+      if (!join) {
+        continue;
+      }
+      // Queued at the node's proxy until the session is up: the answer times the whole join.
+      auto ping = std::make_unique<troupe::examples::EvEchoPing>();
+      ping->record.set_node(node);
+      ping->record.set_seq(1);
+      Send(troupe::examples::kEchoService.WithNode(node), std::move(ping),
+           troupe::kTrackDelivery | troupe::kSubscribeOnSession, node);
+      if (join->pair.id == 0) {
+        TROUPE_LOG(kInfo, kUser) << "node " << node << " joined: too late for a pair of its own";
+        continue;
+      }
+      auto start =
+          MakeLoadStart(join->pair, join->payload, join->window, join->duration_ms, SelfId());
+      start->record.set_first_second(join->pair.first_second);
+      start->record.set_first_second_end_ns(join->first_second_end_ns);
+      start->record.set_end_ns(join->end_ns);
+      TROUPE_LOG(kInfo, kUser) << "node " << node << " joined: pair " << join->pair.id << " ("
+                               << node << "->" << join->pair.receiver << ") from second "
+                               << join->pair.first_second;
+      Send(troupe::examples::kLoadSenderService.WithNode(node), std::move(start),
+           troupe::kTrackDelivery | troupe::kSubscribeOnSession, join->pair.id);
+    }
+  }
+
   Board* board_;
+  const NodeId self_;
+  const std::shared_ptr<troupe::interconnect::Nameservice> nameservice_;
 };
+
+// Returns what the run's title says of the faults and membership changes.
+std::string ChaosTitle(const std::vector<troupe::examples::ChaosEvent>& chaos) {
+  bool faults = false;
+  bool changes = false;
+  for (const troupe::examples::ChaosEvent& event : chaos) {
+    const bool change = event.action == "join" || event.action == "leave";
+    changes = changes || change;
+    faults = faults || !change;
+  }
+  if (faults && changes) {
+    return ", with faults injected and nodes joining and leaving";
+  }
+  if (faults) {
+    return ", with faults injected";
+  }
+  return changes ? ", with nodes joining and leaving" : "";
+}
+
+// Returns the members that listen, but `self`, in id order.
+std::vector<NodeId> OtherMembers(const troupe::interconnect::Nameservice& nameservice,
+                                 NodeId self) {
+  std::vector<NodeId> others;
+  for (const troupe::interconnect::NodeEndpoint& member : nameservice.Members()) {
+    if (member.node != self && !member.client) {
+      others.push_back(member.node);
+    }
+  }
+  return others;
+}
 
 int Run() {
   Board board;  // outlives the system, whose controller actor writes to it
@@ -152,12 +386,13 @@ int Run() {
   const int window = absl::GetFlag(FLAGS_window);
   const int seconds = absl::GetFlag(FLAGS_seconds);
   const int connect_timeout_s = absl::GetFlag(FLAGS_connect_timeout_s);
+  const int expect_nodes = absl::GetFlag(FLAGS_expect_nodes);
   if (payload < 0 || window < 1 || seconds < 1 || connect_timeout_s < 1 ||
-      absl::GetFlag(FLAGS_pairs) < 0) {
+      absl::GetFlag(FLAGS_pairs) < 0 || expect_nodes < 0) {
     std::fprintf(
         stderr,
         "troupe_loadgen: --payload must be >= 0, --window, --seconds and --connect_timeout_s "
-        ">= 1, --pairs >= 0\n");
+        ">= 1, --pairs and --expect_nodes >= 0\n");
     return kExitUsage;
   }
   if (absl::GetFlag(FLAGS_config).empty()) {
@@ -176,42 +411,62 @@ int Run() {
     std::fprintf(stderr, "troupe_loadgen: %s\n", absl::StrCat(config.status().message()).c_str());
     return kExitConfig;
   }
-  const NodeId self = config->node_id();
-  std::vector<NodeId> others;
-  for (const troupe::proto::NodeAddress& node : config->interconnect().nodes()) {
-    if (node.node_id() != self) {
-      others.push_back(node.node_id());
+  const bool etcd = config->interconnect().has_etcd();
+  if (etcd && expect_nodes < 1) {
+    std::fprintf(stderr,
+                 "troupe_loadgen: --expect_nodes: required with etcd membership (the other "
+                 "nodes to wait for)\n");
+    return kExitUsage;
+  }
+  if (!etcd) {
+    const NodeId self = config->node_id();
+    bool others = false;
+    for (const troupe::proto::NodeAddress& node : config->interconnect().nodes()) {
+      others = others || node.node_id() != self;
+    }
+    if (!others) {
+      std::fprintf(stderr, "troupe_loadgen: interconnect.nodes lists no node but this one (%u)\n",
+                   self);
+      return kExitConfig;
     }
   }
-  std::sort(others.begin(), others.end());
-  if (others.empty()) {
-    std::fprintf(stderr, "troupe_loadgen: interconnect.nodes lists no node but this one (%u)\n",
-                 self);
-    return kExitConfig;
-  }
-  const size_t k = others.size();
-  const int pair_count =
-      absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : static_cast<int>(k);
 
-  troupe::ActorId controller;
   troupe::NodeOptions options;
-  options.on_system_start = [&board, &controller](troupe::ActorSystem& system) {
+  options.on_system_start = [](troupe::ActorSystem& /*system*/) {
     troupe::examples::EnableSessionLogs();
-    absl::StatusOr<troupe::ActorId> registered =
-        system.TryRegister(std::make_unique<Controller>(&board));
-    controller = registered.value_or(troupe::ActorId());
-    return registered.status();
+    return absl::OkStatus();
   };
   // The node stops on every path out of here: the interconnect drains, then the system stops.
   absl::StatusOr<std::unique_ptr<troupe::Node>> node =
       troupe::Node::Start(*config, std::move(options));
   if (!node.ok()) {
-    std::fprintf(stderr, "troupe_loadgen: node %u: %s\n", self,
+    const std::string who = config->has_node_id() ? absl::StrCat("node ", config->node_id())
+                                                  : std::string("node (id from etcd)");
+    std::fprintf(stderr, "troupe_loadgen: %s: %s\n", who.c_str(),
                  absl::StrCat(node.status().message()).c_str());
     return absl::IsInvalidArgument(node.status()) ? kExitConfig : kExitFailed;
   }
+  const NodeId self = (*node)->id();
   troupe::ActorSystem& system = (*node)->system();
-  troupe::examples::SessionWatcher watcher(self, (*node)->interconnect());
+  troupe::interconnect::Interconnect* ic = (*node)->interconnect();
+  const std::shared_ptr<troupe::interconnect::Nameservice>& nameservice = ic->nameservice();
+  if (const std::string id_file = absl::GetFlag(FLAGS_id_file); !id_file.empty()) {
+    if (absl::Status written = troupe::examples::WriteNodeIdFile(id_file, self); !written.ok()) {
+      std::printf("troupe_loadgen: --id_file: %s\n", absl::StrCat(written.message()).c_str());
+      return kExitFailed;
+    }
+  }
+  // The controller only ever hears back from what it sends: registered after the start is soon
+  // enough, and it knows the node's id then.
+  absl::StatusOr<troupe::ActorId> registered =
+      system.TryRegister(std::make_unique<Controller>(&board, self, nameservice));
+  if (!registered.ok()) {
+    std::printf("troupe_loadgen: the controller: %s\n",
+                absl::StrCat(registered.status().message()).c_str());
+    return kExitFailed;
+  }
+  const troupe::ActorId controller = *registered;
+  troupe::examples::SessionWatcher watcher(self, ic);
 
   // Sleeps `d` unless a termination signal comes; returns false then.
   auto wait = [&](absl::Duration d) {
@@ -226,18 +481,44 @@ int Run() {
 
   // -- the cluster comes up ---------------------------------------------------------------------
   // Each node registers its services before it listens (troupe_node): a session up means its
-  // services answer.
+  // services answer. With etcd, the others are whoever etcd lists once --expect_nodes are there.
   const absl::Time connect_start = absl::Now();
-  if (absl::Status up = (*node)->WaitForPeers(absl::Seconds(connect_timeout_s)); !up.ok()) {
+  const absl::Time connect_deadline = connect_start + absl::Seconds(connect_timeout_s);
+  if (etcd) {
+    size_t members = 0;
+    while ((members = OtherMembers(*nameservice, self).size()) <
+           static_cast<size_t>(expect_nodes)) {
+      if (absl::Now() > connect_deadline) {
+        std::printf("troupe_loadgen: %zu of %d other node(s) in etcd after %d s\n", members,
+                    expect_nodes, connect_timeout_s);
+        return kExitFailed;
+      }
+      if (!wait(absl::Milliseconds(20))) {
+        return kExitFailed;
+      }
+    }
+  }
+  if (absl::Status up =
+          (*node)->WaitForPeers(std::max(absl::Milliseconds(1), connect_deadline - absl::Now()));
+      !up.ok()) {
     std::printf("troupe_loadgen: %s\n", absl::StrCat(up.message()).c_str());
     return kExitFailed;
   }
   watcher.Poll(stderr);
-  std::printf("cluster up: %zu nodes (sessions with %zu in %.2f s; this loadgen is node %u)\n",
-              k + 1, k, absl::ToDoubleSeconds(absl::Now() - connect_start), self);
+  std::vector<NodeId> others = OtherMembers(*nameservice, self);  // in id order
+  if (others.empty()) {
+    std::printf("troupe_loadgen: no other node is a member\n");
+    return kExitFailed;
+  }
+  const size_t k = others.size();
+  std::printf("cluster up: %zu nodes (sessions with %zu in %.2f s; this loadgen is node %u%s)\n",
+              k + 1, k, absl::ToDoubleSeconds(absl::Now() - connect_start), self,
+              etcd ? ", membership in etcd" : "");
+  const int pair_count =
+      absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : static_cast<int>(k);
 
   // -- the load ---------------------------------------------------------------------------------
-  std::vector<troupe::examples::LoadPair> pairs;
+  std::vector<LoadPair> pairs;
   pairs.reserve(static_cast<size_t>(pair_count));
   for (int i = 0; i < pair_count; ++i) {
     pairs.push_back({.id = static_cast<uint32_t>(i + 1),
@@ -247,53 +528,99 @@ int Run() {
   std::printf("load: %d pair(s), %d B payload, window %d, %d s\n", pair_count, payload, window,
               seconds);
   std::fflush(stdout);
+  // From here on a member the load does not know has joined: the controller hears of every
+  // change, and of the membership once now (a node may have joined since `others` was read).
+  troupe::interconnect::NameserviceWatch membership = nameservice->Watch(
+      [&system, controller] { system.Send(controller, std::make_unique<EvMembersChanged>()); });
+  const absl::Time load_start = absl::Now();
+  LoadPlan plan{.start = load_start,
+                .end = load_start + absl::Seconds(seconds),
+                .payload = static_cast<uint32_t>(payload),
+                .window = static_cast<uint32_t>(window),
+                .known = {others.begin(), others.end()},
+                .receivers = others};
+  plan.known.insert(self);
+  board.StartLoad(std::move(plan), pairs);
+  system.Send(controller, std::make_unique<EvMembersChanged>());
   if (const std::string path = absl::GetFlag(FLAGS_load_start_file); !path.empty()) {
-    if (absl::Status written = troupe::examples::WriteLoadStart(path, absl::Now()); !written.ok()) {
+    if (absl::Status written = troupe::examples::WriteLoadStart(path, load_start); !written.ok()) {
       std::printf("troupe_loadgen: --load_start_file: %s\n",
                   absl::StrCat(written.message()).c_str());
       return kExitFailed;
     }
   }
-  for (const troupe::examples::LoadPair& pair : pairs) {
-    board.SetSender(pair.id, pair.sender);
-    auto start = std::make_unique<troupe::examples::EvLoadStart>();
-    start->record.set_pair_id(pair.id);
-    start->record.set_receiver(pair.receiver);
-    start->record.set_payload_bytes(static_cast<uint32_t>(payload));
-    start->record.set_window(static_cast<uint32_t>(window));
-    start->record.set_duration_ms(static_cast<uint64_t>(seconds) * 1000);
-    *start->record.mutable_controller() = troupe::examples::ToWords(controller);
-    system.Send(troupe::examples::kLoadSenderService.WithNode(pair.sender), std::move(start),
+  for (const LoadPair& pair : pairs) {
+    system.Send(troupe::examples::kLoadSenderService.WithNode(pair.sender),
+                MakeLoadStart(pair, static_cast<uint32_t>(payload), static_cast<uint32_t>(window),
+                              static_cast<uint64_t>(seconds) * 1000, controller),
                 troupe::kTrackDelivery | troupe::kSubscribeOnSession, pair.id, controller);
   }
 
   // Each second's line is printed once every pair sent its figures for it (or ended); the last
-  // second comes with the pairs' drains, just before their reports.
+  // second comes with the pairs' drains, just before their reports. A joined node's line comes
+  // once its first event is back.
   troupe::examples::LoadFigures& figures = board.figures();
   const absl::Time report_deadline = absl::Now() + absl::Seconds(seconds + 15);
   auto print_seconds = [&](bool all) {
-    for (const troupe::examples::LoadSecond& second : figures.TakeSeconds(pairs.size(), all)) {
+    for (const troupe::examples::LoadSecond& second : figures.TakeSeconds(board.pairs(), all)) {
       std::printf("%s\n", troupe::examples::FormatSecond(second).c_str());
     }
   };
-  while (figures.reported() < pairs.size()) {
+  std::set<NodeId> joins_printed;
+  auto print_joins = [&] {
+    for (const Join& join : board.joins()) {
+      if (!join.first_event || joins_printed.contains(join.node)) {
+        continue;
+      }
+      joins_printed.insert(join.node);
+      std::string pair = "no pair (the load was ending)";
+      if (join.pair.id != 0) {
+        pair = absl::StrFormat("pair %u (%u->%u) from second %u", join.pair.id, join.node,
+                               join.pair.receiver, join.pair.first_second);
+      }
+      std::printf("  node %u joined at %.2f s: first event back at %.2f s; %s\n", join.node,
+                  absl::ToDoubleSeconds(join.seen - load_start),
+                  absl::ToDoubleSeconds(*join.first_event - load_start), pair.c_str());
+    }
+  };
+  size_t pair_total = pairs.size();
+  while (figures.reported() < (pair_total = board.pairs().size())) {
     if (absl::Now() > report_deadline) {
       std::printf("troupe_loadgen: %zu of %zu pair(s) reported within %d s\n", figures.reported(),
-                  pairs.size(), seconds + 15);
+                  pair_total, seconds + 15);
       break;
     }
     if (!wait(absl::Milliseconds(100))) {
       return kExitFailed;
     }
+    print_joins();
     print_seconds(/*all=*/false);
   }
   print_seconds(/*all=*/true);
+  // A node that joined near the end may still owe its first event.
+  const absl::Time joins_deadline = absl::Now() + absl::Seconds(5);
+  auto joins_pending = [&] {
+    for (const Join& join : board.joins()) {
+      if (!join.first_event && join.problem.empty()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  while (joins_pending() && absl::Now() < joins_deadline) {
+    if (!wait(absl::Milliseconds(50))) {
+      return kExitFailed;
+    }
+  }
+  print_joins();
+  membership.Cancel();
+  pairs = board.pairs();
 
   watcher.PrintCounters(stderr);
   // The faults happened during the load (troupe_cluster times them before its end): the log is
   // complete now.
   std::vector<troupe::examples::ChaosEvent> chaos;
-  std::set<uint32_t> killed;
+  std::map<uint32_t, std::string> gone;
   if (!chaos_log.empty()) {
     absl::StatusOr<std::vector<troupe::examples::ChaosEvent>> read =
         troupe::examples::ReadChaosLog(chaos_log);
@@ -305,19 +632,69 @@ int Run() {
     chaos = std::move(*read);
     for (const troupe::examples::ChaosEvent& event : chaos) {
       if (event.action == "kill") {
-        killed.insert(event.node);
+        gone[event.node] = "was killed";
+      } else if (event.action == "leave") {
+        gone[event.node] = "left";
       }
     }
   }
   troupe::examples::LoadVerdict verdict =
-      troupe::examples::PrintLoadTable(pairs, figures.reports(), killed);
+      troupe::examples::PrintLoadTable(pairs, figures.reports(), gone);
+  // Each joined node: how long from its process's start (chaos.csv) to its first event back.
+  std::vector<std::string> joins;
+  std::vector<NodeId> seen;
+  for (const Join& join : board.joins()) {
+    seen.push_back(join.node);
+    const troupe::examples::ChaosEvent* started = nullptr;
+    for (const troupe::examples::ChaosEvent& event : chaos) {
+      if (event.node == join.node && (event.action == "join" || event.action == "restart")) {
+        started = &event;
+      }
+    }
+    const std::string pair =
+        join.pair.id == 0 ? std::string("no pair (the load was ending)")
+                          : absl::StrFormat("pair %u (%u->%u) from second %u", join.pair.id,
+                                            join.node, join.pair.receiver, join.pair.first_second);
+    if (!join.first_event) {
+      const std::string why = join.problem.empty() ? "no answer to the echo ping" : join.problem;
+      verdict.failures.push_back(
+          absl::StrFormat("node %u joined at %.2f s: no event came back (%s)", join.node,
+                          absl::ToDoubleSeconds(join.seen - load_start), why));
+      continue;
+    }
+    const double first = absl::ToDoubleSeconds(*join.first_event - load_start);
+    const double listed = absl::ToDoubleSeconds(join.seen - load_start);
+    if (started != nullptr) {
+      joins.push_back(absl::StrFormat(
+          "node %u joined: first event %.2f s after its start (started at %.2f s, in this node's "
+          "table at %.2f s, first event at %.2f s); %s",
+          join.node, first - started->second, started->second, listed, first, pair));
+    } else {
+      joins.push_back(absl::StrFormat(
+          "node %u joined: first event %.2f s after it came into this node's table (at %.2f s); "
+          "%s",
+          join.node, first - listed, listed, pair));
+    }
+  }
+  for (const troupe::examples::ChaosEvent& event : chaos) {
+    if (event.action == "join" && std::find(seen.begin(), seen.end(), event.node) == seen.end()) {
+      verdict.failures.push_back(
+          absl::StrFormat("node %u joined at %.2f s but never came into the load generator's table",
+                          event.node, event.second));
+    }
+  }
+  for (const std::string& line : joins) {
+    std::printf("%s\n", line.c_str());
+  }
   troupe::examples::LoadRunInfo run{
-      .title = absl::StrFormat("%d pair(s) on %zu node(s), %d B payload, window %d, %d s%s",
-                               pair_count, k, payload, window, seconds,
-                               chaos.empty() ? "" : ", with faults injected"),
+      .title = absl::StrFormat("%d pair(s) on %zu node(s)%s, %d B payload, window %d, %d s%s",
+                               pair_count, k,
+                               joins.empty() ? "" : absl::StrCat(" and ", joins.size(), " joined"),
+                               payload, window, seconds, ChaosTitle(chaos)),
       .pairs = pairs,
       .failures = std::move(verdict.failures),
       .chaos = std::move(chaos),
+      .joins = std::move(joins),
       .expected = std::move(verdict.expected)};
   if (const std::string dir = absl::GetFlag(FLAGS_report); !dir.empty()) {
     absl::StatusOr<std::string> html = troupe::examples::WriteLoadReport(dir, run, figures);
@@ -328,7 +705,7 @@ int Run() {
     std::printf("report: %s\n", html->c_str());
   }
   if (!run.expected.empty()) {
-    std::printf("expected under chaos (a node the pair touches was killed):\n");
+    std::printf("expected under chaos (a node the pair touches was killed or left):\n");
     for (const std::string& line : run.expected) {
       std::printf("  %s\n", line.c_str());
     }
@@ -342,7 +719,7 @@ int Run() {
   }
   std::printf(run.expected.empty()
                   ? "OK: every event acknowledged once, in order\n"
-                  : "OK under chaos: every pair clear of the killed nodes had every event "
+                  : "OK under chaos: every pair clear of the nodes killed or gone had every event "
                     "acknowledged once, in order\n");
   return kExitOk;
 }
@@ -356,7 +733,7 @@ int main(int argc, char** argv) {
       argc, argv,
       "Load-test controller: a cluster node that drives sender→receiver pairs and prints the "
       "throughput and round-trip times. Exits 1 unless every event was acknowledged once, in "
-      "order (under --chaos_log: except on pairs touching a killed node).");
+      "order (under --chaos_log: except on pairs touching a node killed or gone).");
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   return Run();
 }

@@ -4,10 +4,14 @@
 // load-test actors (examples/loadtest.h), the interconnect and the monitoring server (GET /metrics
 // on a free port unless --monitoring_port or the config says otherwise). Logs sessions coming up
 // and going down and runs until SIGINT or SIGTERM (or --run_seconds), then stops cleanly and
-// exits 0.
+// exits 0. The membership is the config's static table (interconnect.nodes) or etcd
+// (interconnect.etcd): then a config without node_id gets its id from etcd, and the node leaves
+// the cluster when it stops. Its first line names its id; --id_file also writes it to a file
+// (troupe_cluster reads it).
 // A bad flag exits 2; a bad config prints the field at fault and exits 3 (cli.h).
 //
 //   troupe_node --config=cluster.conf --node_id=2
+//   troupe_node --config=etcd.conf --id_file=/tmp/node.id     # the id from etcd
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -33,6 +37,9 @@ ABSL_FLAG(int, run_seconds, 0, "stop after this many seconds; 0 runs until SIGIN
 ABSL_FLAG(int, monitoring_port, 0,
           "port of GET /metrics (Prometheus text) unless the config sets monitoring.port: 0 takes "
           "a free port (printed at start), -1 serves none");
+ABSL_FLAG(std::string, id_file, "",
+          "once the node is up, write its id into this file (useful when etcd chooses it), and "
+          "on a second line the URL of its metrics");
 
 int main(int argc, char** argv) {
   // First, before any thread exists: every thread inherits the blocked mask.
@@ -83,17 +90,35 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<troupe::Node>> node =
       troupe::Node::Start(*config, std::move(options));
   if (!node.ok()) {
-    std::fprintf(stderr, "troupe_node: node %u: %s\n", config->node_id(),
+    const std::string who = config->has_node_id() ? absl::StrCat("node ", config->node_id())
+                                                  : std::string("node (id from etcd)");
+    std::fprintf(stderr, "troupe_node: %s: %s\n", who.c_str(),
                  absl::StrCat(node.status().message()).c_str());
     return absl::IsInvalidArgument(node.status()) ? kExitConfig : kExitFailed;
   }
   const troupe::NodeId self = (*node)->id();
   troupe::interconnect::Interconnect* ic = (*node)->interconnect();
-  std::printf("troupe_node: node %u up, listening on port %u, %d nodes in the table\n", self,
-              ic->port(), (*node)->system().config().interconnect().nodes_size());
+  if (config->interconnect().has_etcd()) {
+    std::printf("troupe_node: node %u up, listening on port %u, %zu members in etcd at %s\n", self,
+                ic->port(), ic->nameservice()->Members().size(),
+                config->interconnect().etcd().endpoint().c_str());
+  } else {
+    std::printf("troupe_node: node %u up, listening on port %u, %d nodes in the table\n", self,
+                ic->port(), (*node)->system().config().interconnect().nodes_size());
+  }
+  std::string metrics;
   if (const troupe::interconnect::MonitoringServer* monitoring = (*node)->monitoring()) {
     std::printf("troupe_node: node %u status page at %s/, metrics at %s/metrics\n", self,
                 monitoring->url().c_str(), monitoring->url().c_str());
+    metrics = monitoring->url() + "/metrics";
+  }
+  if (const std::string id_file = absl::GetFlag(FLAGS_id_file); !id_file.empty()) {
+    if (absl::Status written = troupe::examples::WriteNodeIdFile(id_file, self, metrics);
+        !written.ok()) {
+      std::fprintf(stderr, "troupe_node: --id_file: %s\n", absl::StrCat(written.message()).c_str());
+      (*node)->Shutdown(absl::Seconds(5));
+      return kExitFailed;
+    }
   }
 
   troupe::examples::SessionWatcher watcher(self, ic);
