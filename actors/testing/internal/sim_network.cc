@@ -17,9 +17,16 @@ namespace troupe::testing {
 
 void SimNetwork::Init(uint32_t nodes) {
   runtimes_.assign(nodes, nullptr);
-  // Sized once: a Link (a deque inside) cannot be relocated without copying.
-  links_ = std::vector<Link>(size_t{nodes} * nodes);
+  links_.resize(size_t{nodes} * nodes);
   sessions_.resize(size_t{nodes} * nodes);
+}
+
+SimNetwork::Link& SimNetwork::LinkRef(NodeId from, NodeId to) {
+  std::unique_ptr<Link>& link = links_[LinkIndex(from, to)];
+  if (link == nullptr) {
+    link = std::make_unique<Link>();
+  }
+  return *link;
 }
 
 void SimNetwork::NodeUp(NodeId id, internal::Runtime* runtime) { runtimes_[id - 1] = runtime; }
@@ -35,9 +42,10 @@ void SimNetwork::NodeDown(NodeId id) {
 }
 
 void SimNetwork::Clear() {
-  for (Link& link : links_) {
-    link.queue.clear();
+  for (const size_t index : busy_) {
+    links_[index]->queue.clear();
   }
+  busy_.clear();
 }
 
 // -- routing ------------------------------------------------------------------------------------
@@ -53,14 +61,15 @@ void SimNetwork::SessionDown(NodeId a, NodeId b) {
   }
   session.up = false;
   for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
-    Link& link = LinkRef(from, to);
-    if (!link.queue.empty()) {
-      --links_busy_;
+    Link* link = FindLink(from, to);
+    if (link == nullptr) {
+      continue;  // never used: nothing in flight, nobody subscribed
     }
-    std::deque<InFlight> lost = std::move(link.queue);
-    link.queue.clear();
-    absl::flat_hash_set<ActorId> subscribers = std::move(link.subscribers);
-    link.subscribers.clear();
+    busy_.erase(LinkIndex(from, to));
+    std::deque<InFlight> lost = std::move(link->queue);
+    link->queue.clear();
+    absl::flat_hash_set<ActorId> subscribers = std::move(link->subscribers);
+    link->subscribers.clear();
     if (!Alive(from)) {
       continue;  // the senders are gone; so are their reports
     }
@@ -121,31 +130,30 @@ void SimNetwork::Route(NodeId from, internal::Runtime* runtime, EventHandlePtr e
   if (!link.queue.empty()) {
     due = std::max(due, link.queue.back().due);  // FIFO per link, whatever the jitter
   } else {
-    ++links_busy_;
+    busy_.insert(LinkIndex(from, to));
   }
   link.queue.push_back(InFlight{due, std::move(ev)});
 }
 
 size_t SimNetwork::DueCount() const {
   size_t due = 0;
-  if (links_busy_ > 0) {
-    for (const Link& link : links_) {
-      due += (!link.queue.empty() && link.queue.front().due <= sim_->now) ? 1 : 0;
-    }
+  for (const size_t index : busy_) {
+    due += links_[index]->queue.front().due <= sim_->now ? 1 : 0;
   }
   return due;
 }
 
 SimNetwork::Arrival SimNetwork::TakeDue(size_t pick) {
-  for (size_t index = 0; index < links_.size(); ++index) {
-    Link& link = links_[index];
-    if (link.queue.empty() || link.queue.front().due > sim_->now || pick-- != 0) {
+  for (auto it = busy_.begin(); it != busy_.end(); ++it) {
+    const size_t index = *it;
+    Link& link = *links_[index];
+    if (link.queue.front().due > sim_->now || pick-- != 0) {
       continue;
     }
     Arrival arrival{static_cast<NodeId>(index % N()) + 1, std::move(link.queue.front().ev)};
     link.queue.pop_front();
     if (link.queue.empty()) {
-      --links_busy_;
+      busy_.erase(it);
     }
     return arrival;
   }
@@ -155,11 +163,10 @@ SimNetwork::Arrival SimNetwork::TakeDue(size_t pick) {
 
 std::optional<absl::Time> SimNetwork::NextArrival() const {
   std::optional<absl::Time> next;
-  if (links_busy_ > 0) {
-    for (const Link& link : links_) {
-      if (!link.queue.empty() && (!next.has_value() || link.queue.front().due < *next)) {
-        next = link.queue.front().due;
-      }
+  for (const size_t index : busy_) {
+    const absl::Time due = links_[index]->queue.front().due;
+    if (!next.has_value() || due < *next) {
+      next = due;
     }
   }
   return next;

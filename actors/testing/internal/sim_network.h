@@ -30,10 +30,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 
@@ -62,7 +64,8 @@ class SimNetwork {
 
   // -- nodes ------------------------------------------------------------------------------------
 
-  // Creates the links and sessions of nodes 1..`nodes`, all down. Call once, before NodeUp.
+  // Sizes the tables for nodes 1..`nodes`: every session down, no link yet (a link is created at
+  // its pair's first send, or by SetLatency). Call once, before NodeUp.
   void Init(uint32_t nodes);
   // Makes `id` reachable, run by `runtime`.
   void NodeUp(NodeId id, internal::Runtime* runtime);
@@ -113,7 +116,11 @@ class SimNetwork {
 
   uint32_t N() const { return static_cast<uint32_t>(runtimes_.size()); }
   bool Alive(NodeId id) const { return runtimes_[id - 1] != nullptr; }
-  Link& LinkRef(NodeId from, NodeId to) { return links_[(from - 1) * N() + (to - 1)]; }
+  size_t LinkIndex(NodeId from, NodeId to) const { return (from - 1) * N() + (to - 1); }
+  // Returns the link `from`→`to`, creating it at the first use.
+  Link& LinkRef(NodeId from, NodeId to);
+  // Returns the link `from`→`to`, or null when the pair never used it.
+  Link* FindLink(NodeId from, NodeId to) const { return links_[LinkIndex(from, to)].get(); }
   size_t SessionIndex(NodeId a, NodeId b) const {
     return (std::min(a, b) - 1) * N() + (std::max(a, b) - 1);
   }
@@ -124,9 +131,13 @@ class SimNetwork {
 
   Simulation* sim_;
   std::vector<internal::Runtime*> runtimes_;  // index = node id - 1; null while dead
-  std::vector<Link> links_;                   // index (from - 1) * N + (to - 1)
-  std::vector<Session> sessions_;             // index (min - 1) * N + (max - 1)
-  size_t links_busy_ = 0;                     // links with a non-empty queue
+  // Index (from - 1) * N + (to - 1); a link exists once its pair talked (or got a latency), so a
+  // pair that never talks costs one null pointer.
+  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<Session> sessions_;  // index (min - 1) * N + (max - 1)
+  // Indexes of the links with a non-empty queue, in link order: the stepper's scans cost the busy
+  // links, not all N² of them.
+  absl::btree_set<size_t> busy_;
 };
 
 }  // namespace troupe::testing
