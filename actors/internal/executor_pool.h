@@ -99,6 +99,16 @@ inline int64_t SteadyNanos() {
       .count();
 }
 
+// Returns the CPU time of the thread whose clock is `clock` (CLOCK_THREAD_CPUTIME_ID, or one from
+// pthread_getcpuclockid), or -1.
+inline int64_t ThreadCpuNanos(clockid_t clock) {
+  timespec cpu{};
+  if (clock_gettime(clock, &cpu) != 0) {
+    return -1;
+  }
+  return static_cast<int64_t>(cpu.tv_sec) * 1'000'000'000 + cpu.tv_nsec;
+}
+
 struct PoolSettings {
   std::string name;
   uint32_t threads = 1;

@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/internal/small_alloc.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "actors/sync.h"
@@ -30,15 +38,24 @@ struct FreeBlock {
   FreeBlock* next;
 };
 
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 size_t ClassOf(size_t size) { return size == 0 ? 0 : (size - 1) / kGranule; }
 size_t ClassSize(size_t cls) { return (cls + 1) * kGranule; }
 
-// Batches of exactly kBatch linked blocks per class, traded between threads.
+// Batches of exactly kBatch linked blocks per class, traded between threads. What it holds beyond
+// kSmallAllocKeepBytes after a burst goes back to the heap through Trim, called by idle workers.
 class Exchange {
  public:
   void Put(size_t cls, FreeBlock* batch) {
     MutexLock lock(&mu_);
     batches_[cls].push_back(batch);
+    AddBytes(static_cast<int64_t>(kBatch * ClassSize(cls)));
+    Touch();
   }
   FreeBlock* Take(size_t cls) {
     MutexLock lock(&mu_);
@@ -47,12 +64,58 @@ class Exchange {
     }
     FreeBlock* batch = batches_[cls].back();
     batches_[cls].pop_back();
+    AddBytes(-static_cast<int64_t>(kBatch * ClassSize(cls)));
+    Touch();
     return batch;
   }
 
+  // Bytes of the blocks held (a relaxed read: a hint for the idle path).
+  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  // NowNanos of the last Put or Take: the threads still trade memory while it is recent.
+  int64_t last_trade_ns() const { return last_trade_ns_.load(std::memory_order_relaxed); }
+
+  // Frees up to `max_batches` batches beyond `keep` bytes (largest classes first) to operator
+  // delete, outside the lock. Returns the bytes freed.
+  size_t Trim(size_t keep, size_t max_batches) {
+    std::vector<std::pair<size_t, FreeBlock*>> surplus;
+    {
+      MutexLock lock(&mu_);
+      for (size_t cls = kClasses; cls-- > 0 && surplus.size() < max_batches;) {
+        while (bytes() > keep && !batches_[cls].empty() && surplus.size() < max_batches) {
+          surplus.emplace_back(cls, batches_[cls].back());
+          batches_[cls].pop_back();
+          AddBytes(-static_cast<int64_t>(kBatch * ClassSize(cls)));
+        }
+      }
+    }
+    size_t freed = 0;
+    for (const auto& [cls, batch] : surplus) {
+      for (FreeBlock* block = batch; block != nullptr;) {
+        FreeBlock* next = block->next;
+        ::operator delete(block);
+        block = next;
+      }
+      freed += kBatch * ClassSize(cls);
+    }
+    return freed;
+  }
+
  private:
+  void AddBytes(int64_t delta) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    bytes_.store(static_cast<size_t>(static_cast<int64_t>(bytes()) + delta),
+                 std::memory_order_relaxed);
+  }
+
+  // One clock read per kBatch blocks traded.
+  void Touch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    last_trade_ns_.store(NowNanos(), std::memory_order_relaxed);
+  }
+
   Mutex mu_;
   std::array<std::vector<FreeBlock*>, kClasses> batches_ ABSL_GUARDED_BY(mu_);
+  // Written under mu_, read anywhere.
+  std::atomic<size_t> bytes_{0};
+  std::atomic<int64_t> last_trade_ns_{0};
 };
 
 // Never destroyed: threads may free blocks during static destruction. Reachable through this
@@ -135,6 +198,15 @@ ThreadCache& LocalCache() {
   return cache;
 }
 
+// Batches one TrimStep frees: 32 x 256 blocks, about a millisecond of operator delete, so an idle
+// worker that trims notices new work soon.
+constexpr size_t kTrimStepBatches = 32;
+
+// One trimmer at a time; the others park at once.
+std::atomic<bool> g_trimming{false};
+// Bytes given back to operator delete since the last malloc_trim (written under g_trimming).
+std::atomic<size_t> g_untrimmed{0};
+
 }  // namespace
 #endif  // TROUPE_ASAN
 
@@ -158,6 +230,54 @@ void SmallFree(void* block, size_t size) noexcept {
     return;
   }
   LocalCache().Free(block, ClassOf(size));
+#endif
+}
+
+int64_t SmallAllocTrimDelayNanos() {
+#ifdef TROUPE_ASAN
+  return -1;
+#else
+  const Exchange& exchange = GlobalExchange();
+  if ((exchange.bytes() <= kSmallAllocKeepBytes &&
+       g_untrimmed.load(std::memory_order_relaxed) == 0) ||
+      g_trimming.load(std::memory_order_relaxed)) {
+    return -1;  // the idle path's usual answer: three relaxed loads
+  }
+  const int64_t due = exchange.last_trade_ns() + absl::ToInt64Nanoseconds(kSmallAllocTrimDelay);
+  return std::max<int64_t>(0, due - NowNanos());
+#endif
+}
+
+bool SmallAllocTrimStep() {
+#ifdef TROUPE_ASAN
+  return false;
+#else
+  if (SmallAllocTrimDelayNanos() != 0 || g_trimming.exchange(true, std::memory_order_acquire)) {
+    return false;
+  }
+  Exchange& exchange = GlobalExchange();
+  const size_t freed = exchange.Trim(kSmallAllocKeepBytes, kTrimStepBatches);
+  const size_t untrimmed = g_untrimmed.load(std::memory_order_relaxed) + freed;
+  const bool more = exchange.bytes() > kSmallAllocKeepBytes;
+  if (more || untrimmed == 0) {
+    g_untrimmed.store(untrimmed, std::memory_order_relaxed);
+  } else {
+    // The blocks are back in malloc's free lists; this gives their pages to the system.
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+    g_untrimmed.store(0, std::memory_order_relaxed);
+  }
+  g_trimming.store(false, std::memory_order_release);
+  return more;
+#endif
+}
+
+size_t SmallAllocPooledBytes() {
+#ifdef TROUPE_ASAN
+  return 0;
+#else
+  return GlobalExchange().bytes();
 #endif
 }
 

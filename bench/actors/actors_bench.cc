@@ -16,6 +16,19 @@
 //                           each; the receiver grants kFanInAck more per kFanInAck received), so
 //                           they send in bursts of kFanInAck and memory stays bounded even though
 //                           the receiver's activation budget is far smaller than a sender's.
+//   - BM_FanInUnbounded     the same 4 -> 1 fan-in with no flow control: kBurstEvents events sent
+//                           as fast as the senders can, so most of them queue at the receiver;
+//                           events/s, and peak_mb = the RSS growth at its peak (sampled every
+//                           10 ms). What a user who sends without credit meets.
+//   - BM_BurstMemory        kBurstEvents small events queued at once in one receiver's mailbox
+//                           (its handler holds its worker until all are sent, from the benchmark
+//                           thread), then drained: bytes_per_queued_event = RSS growth / events,
+//                           and whether the memory comes back once the workers are idle:
+//                           back_ms = time from the drain to RSS within kBurstSlackBytes of where
+//                           it started (-1: not within kBurstReturnWait), left_mb_1s = what is
+//                           still above that start 1 s after the drain. Its figures are about
+//                           the whole process: run it alone (--benchmark_filter=BM_BurstMemory),
+//                           not after benchmarks whose memory may still be on its way back.
 //   - BM_Spawn/external:E   registering kSpawnCount idle actors and running their Bootstrap, from a
 //                           spawner actor in batches of kSpawnBatch (E=0) or from the benchmark
 //                           thread (E=1); actors/s, and bytes_per_actor = RSS growth
@@ -117,6 +130,7 @@ enum : troupe::EventType {
   kEvToken,
   kEvSetNext,
   kEvSum,
+  kEvBurst,
   kEvBenchEnd,
 };
 static_assert(troupe::InEventSpace(kEvBenchEnd - 1, troupe::kUserEventSpace));
@@ -697,6 +711,196 @@ BENCHMARK(BM_FanIn)
     ->ArgsProduct({WorkerCounts()})
     ->UseRealTime()
     ->MeasureProcessCPUTime();
+
+// -- bursts: fan-in without flow control, bytes per queued event, memory coming back -----------
+
+// Events of one burst, and how far above its starting RSS a node may stay once the burst drained
+// and its workers idle (issue 19's target).
+constexpr uint64_t kBurstEvents = kSanitized ? 100'000 : 10'000'000;
+constexpr int64_t kBurstSlackBytes = int64_t{64} << 20;
+constexpr absl::Duration kBurstReturnWait = absl::Seconds(5);
+// EvData a burst sender sends per handler call (a self-sent EvContinue carries on).
+constexpr uint64_t kBurstChunk = 4096;
+
+// Starts a burst receiver: count `expected` EvData, then arrive at `completion`; with `release`,
+// first hold the worker until it is notified, so that everything sent meanwhile queues.
+struct EvBurst : troupe::EventLocal<EvBurst, kEvBurst> {
+  EvBurst(uint64_t expected_value, std::shared_ptr<Completion> completion_value,
+          std::shared_ptr<troupe::Notification> release_value)
+      : expected(expected_value),
+        completion(std::move(completion_value)),
+        release(std::move(release_value)) {}
+  uint64_t expected;
+  std::shared_ptr<Completion> completion;
+  std::shared_ptr<troupe::Notification> release;
+};
+
+class BurstReceiver : public troupe::Actor {
+ public:
+  BurstReceiver() : Actor(&BurstReceiver::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvData:
+        if (++received_ == expected_) {
+          completion_->Arrive();
+          completion_.reset();
+        }
+        break;
+        TROUPE_HFUNC(EvBurst, HandleBurst);
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void HandleBurst(troupe::EventPtr<EvBurst> ev) {
+    received_ = 0;
+    expected_ = ev.Get()->expected;
+    completion_ = std::move(ev.Get()->completion);
+    if (ev.Get()->release != nullptr) {
+      ev.Get()->release->WaitForNotification();
+    }
+  }
+
+  uint64_t received_ = 0;
+  uint64_t expected_ = 0;
+  std::shared_ptr<Completion> completion_;
+};
+
+// On EvStart{n}: sends n fresh EvData to the receiver with no flow control, kBurstChunk per call.
+class BurstSender : public troupe::Actor {
+ public:
+  BurstSender(troupe::ActorId receiver, uint32_t index)
+      : Actor(&BurstSender::StateWork), receiver_(receiver), index_(index) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvStart:
+        remaining_ = ev->Get<EvStart>()->count;
+        SendChunk();
+        break;
+      case kEvContinue:
+        SendChunk();
+        break;
+      default:
+        Unhandled(ev);
+    }
+  }
+
+  void SendChunk() {
+    const uint64_t chunk = std::min(kBurstChunk, remaining_);
+    for (uint64_t i = 0; i < chunk; ++i) {
+      Send(receiver_, std::make_unique<EvData>(index_));
+    }
+    remaining_ -= chunk;
+    if (remaining_ > 0) {
+      Send(SelfId(), std::make_unique<EvContinue>());
+    }
+  }
+
+  const troupe::ActorId receiver_;
+  const uint32_t index_;
+  uint64_t remaining_ = 0;
+};
+
+// Events/s of kBurstEvents sent by kFanInSenders senders to one receiver with no flow control,
+// and the peak RSS growth while they queue.
+void BM_FanInUnbounded(benchmark::State& state) {
+  int64_t peak_growth = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(0));
+    if (system == nullptr) {
+      return;
+    }
+    const troupe::ActorId receiver = system->Register(std::make_unique<BurstReceiver>());
+    std::vector<troupe::ActorId> senders;
+    for (int i = 0; i < kFanInSenders; ++i) {
+      senders.push_back(
+          system->Register(std::make_unique<BurstSender>(receiver, static_cast<uint32_t>(i))));
+    }
+    troupe::bench::TrimHeap();
+    const int64_t rss_before = troupe::bench::ResidentBytes();
+    auto completion = std::make_shared<Completion>(1);
+    state.ResumeTiming();
+
+    system->Send(receiver, std::make_unique<EvBurst>(kBurstEvents, completion, nullptr));
+    for (int i = 0; i < kFanInSenders; ++i) {
+      const uint64_t share = kBurstEvents / kFanInSenders +
+                             (static_cast<uint64_t>(i) < kBurstEvents % kFanInSenders ? 1 : 0);
+      system->Send(senders[i], std::make_unique<EvStart>(share, nullptr));
+    }
+    const absl::Time deadline = absl::Now() + kTimeout;
+    while (!completion->done.WaitForNotificationWithTimeout(absl::Milliseconds(10))) {
+      peak_growth = std::max(peak_growth, troupe::bench::ResidentBytes() - rss_before);
+      if (absl::Now() > deadline) {
+        state.SkipWithError("BM_FanInUnbounded: the burst did not drain in time; node leaked");
+        (void)system.release();  // its workers may be wedged: Stop would join them forever
+        return;
+      }
+    }
+    state.PauseTiming();
+    system.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(kBurstEvents));
+  state.counters["peak_mb"] = static_cast<double>(peak_growth) / (1 << 20);
+}
+BENCHMARK(BM_FanInUnbounded)
+    ->ArgName("workers")
+    ->ArgsProduct({WorkerCounts()})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// Bytes per queued event, and how soon the memory of a drained burst comes back (see the top).
+void BM_BurstMemory(benchmark::State& state) {
+  for (auto _ : state) {
+    std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, DefaultWorkers());
+    if (system == nullptr) {
+      return;
+    }
+    const troupe::ActorId receiver = system->Register(std::make_unique<BurstReceiver>());
+    troupe::bench::TrimHeap();
+    const int64_t rss_before = troupe::bench::ResidentBytes();
+    auto completion = std::make_shared<Completion>(1);
+    auto release = std::make_shared<troupe::Notification>();
+    system->Send(receiver, std::make_unique<EvBurst>(kBurstEvents, completion, release));
+    for (uint64_t i = 0; i < kBurstEvents; ++i) {
+      system->Send(receiver, std::make_unique<EvData>(0));
+    }
+    const int64_t rss_queued = troupe::bench::ResidentBytes();
+    release->Notify();
+    if (!Await(state, *completion, system, "BM_BurstMemory")) {
+      return;
+    }
+    // Sampled while the workers idle: nothing here trims the heap.
+    const absl::Time drained = absl::Now();
+    double back_ms = -1;
+    int64_t left_1s = -1;
+    while (absl::Now() - drained < kBurstReturnWait && (back_ms < 0 || left_1s < 0)) {
+      const absl::Duration since = absl::Now() - drained;
+      const int64_t above = troupe::bench::ResidentBytes() - rss_before;
+      if (back_ms < 0 && above <= kBurstSlackBytes) {
+        back_ms = absl::ToDoubleMilliseconds(since);
+      }
+      if (left_1s < 0 && since >= absl::Seconds(1)) {
+        left_1s = above;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    state.counters["bytes_per_queued_event"] =
+        static_cast<double>(rss_queued - rss_before) / static_cast<double>(kBurstEvents);
+    state.counters["back_ms"] = back_ms;
+    state.counters["left_mb_1s"] = static_cast<double>(left_1s) / (1 << 20);
+    system.reset();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(kBurstEvents));
+}
+BENCHMARK(BM_BurstMemory)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // -- spawn ---------------------------------------------------------------------------------------
 
