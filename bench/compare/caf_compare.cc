@@ -18,9 +18,6 @@
 //
 // EVENTS defaults to 10,000,000 and ACTORS to 1,000,000; smaller values are for a quick check.
 // Each mode prints one line of key=value pairs that run.sh reads.
-#include <malloc.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -32,10 +29,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/process_memory.h"
 #include "caf/all.hpp"
 
 namespace {
 
+using troupe::bench::ResidentBytes;
+using troupe::bench::TrimHeap;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kSenders = 4;
@@ -43,21 +43,6 @@ constexpr int kSenders = 4;
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
-}
-
-// Resident set size of this process in bytes, or -1 when /proc/self/statm cannot be read.
-int64_t ResidentBytes() {
-  std::FILE* statm = std::fopen("/proc/self/statm", "r");
-  if (statm == nullptr) {
-    return -1;
-  }
-  long size = 0;
-  long resident = -1;
-  if (std::fscanf(statm, "%ld %ld", &size, &resident) != 2) {
-    resident = -1;
-  }
-  std::fclose(statm);
-  return resident < 0 ? -1 : static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
 }
 
 // Shared between the fan-in actors and main: when the first message left and when the last one
@@ -103,7 +88,7 @@ int RunFanIn(int64_t events) {
   const int64_t per_sender = events / kSenders;
   const int64_t total = per_sender * kSenders;
 
-  malloc_trim(0);
+  TrimHeap();
   const int64_t rss_before = ResidentBytes();
   std::atomic<bool> sampling{true};
   std::atomic<int64_t> rss_peak{rss_before};
@@ -144,7 +129,7 @@ int RunIdle(int64_t actors) {
   caf::actor_system system{cfg};
   std::atomic<int64_t> started{0};
 
-  malloc_trim(0);
+  TrimHeap();
   const int64_t rss_before = ResidentBytes();
   const auto spawn_start = Clock::now();
   std::vector<caf::actor> alive;
@@ -163,7 +148,7 @@ int RunIdle(int64_t actors) {
                  static_cast<long long>(started.load()), static_cast<long long>(actors));
     return 1;
   }
-  malloc_trim(0);
+  TrimHeap();
   const int64_t rss_after = ResidentBytes();
   std::printf("idle actors=%lld spawn_seconds=%.3f rss_growth_mib=%.1f bytes_per_actor=%.0f\n",
               static_cast<long long>(actors), spawn_seconds,

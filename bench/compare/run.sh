@@ -74,7 +74,8 @@ fi
 
 mkdir -p "$build_dir"
 # CAF 0.17.6 builds as C++20 with g++ 12.
-nice -n 19 g++ -O2 -std=c++20 -o "$build_dir/caf_compare" "$here/caf_compare.cc" -lcaf_core -pthread
+nice -n 19 g++ -O2 -std=c++20 -I "$here/../.." -o "$build_dir/caf_compare" "$here/caf_compare.cc" \
+  -lcaf_core -pthread
 
 otp=$(erl -noshell -eval 'io:format("~s", [erlang:system_info(otp_release)]), halt().')
 caf=$(dpkg-query -W -f='${Version}' libcaf-dev)
