@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -57,6 +59,7 @@ ExecutorPool::ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settin
       settings_(std::move(settings)),
       max_time_(absl::ToChronoNanoseconds(settings_.max_time)),
       spin_ns_(absl::ToInt64Nanoseconds(settings_.spin_time)),
+      grows_(!settings_.fair && !settings_.shuffle && settings_.max_events <= kMaxGrowableBudget),
       shuffle_state_(NonZeroSeed(settings_.shuffle_seed)) {
   PublishPoolMetrics();
 }
@@ -485,11 +488,24 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   if (settings_.shuffle) [[unlikely]] {
     max_events = 1 + static_cast<uint32_t>(NextRandom(context->random_state) % max_events);
   }
+  // Budget growth (see the file comment of executor_pool.h): fair and shuffled pools keep their
+  // budget fixed.
+  const uint32_t base_events = max_events;
+  if (grows_) {
+    max_events <<= mailbox->budget_shift();
+  }
   bool retried = false;
+  // A send outside an activation (an I/O callback's) is no handler's to pay for.
+  tls_flooded_recipient = nullptr;
   MailboxNode* cursor = mailbox->cursor();
   while (true) {
     EventHandle* ev = mailbox->Pop(cursor);
     if (ev == nullptr) {
+      if (const uint32_t shift = mailbox->budget_shift(); shift != 0) [[unlikely]] {
+        // Caught up: half the budget for the next turn, so a receiver that keeps being flooded
+        // keeps most of it (and its senders their penalty) instead of starting over from one.
+        mailbox->set_budget_shift(shift - 1);
+      }
       mailbox->set_cursor(cursor);
       if (timed) [[unlikely]] {
         // Charged before the mailbox may pass to another worker.
@@ -524,12 +540,35 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       runtime_->Dispatch(mailbox, EventHandlePtr(ev), &context->trace);
     }
     ++handled;
+    // A handler that sent to a flooded mailbox (another one) ends its activation here: its
+    // senders take turns with it instead of running their full budget (executor_pool.h).
+    bool yields = false;
+    if (tls_flooded_recipient != nullptr) [[unlikely]] {
+      yields = grows_ && tls_flooded_recipient != mailbox;
+      tls_flooded_recipient = nullptr;
+    }
     // Early checks catch slow handlers; fast ones pay a clock read per 16 events (a vDSO clock
     // read costs as much as handling a small event here).
     const bool check_time =
         timed || handled == 2 || handled == 4 || handled == 8 || (handled & 15) == 0;
     const bool over_time = check_time && std::chrono::steady_clock::now() - start >= max_time_;
-    if (handled >= max_events || over_time) {
+    // Past the configured budget only a grown one goes on, and only while it wakes nobody: a
+    // mailbox that woke others this turn (replies, acknowledgements to senders on credit) lets
+    // them run as soon as it would have without growth.
+    if ((handled >= base_events &&
+         (handled >= max_events || context->run_next != nullptr || context->pushed_local)) ||
+        over_time || yields) {
+      if (grows_ && !over_time) {
+        const uint32_t shift = mailbox->budget_shift();
+        if (context->run_next != nullptr || context->pushed_local) {
+          if (shift != 0) {
+            mailbox->set_budget_shift(shift - 1);
+          }
+        } else if (handled >= max_events && shift < kMaxBudgetShift &&
+                   mailbox->HasBacklog(cursor, std::min(max_events, kBacklogProbe))) {
+          mailbox->set_budget_shift(shift + 1);
+        }
+      }
       AddOwned<uint64_t>(context->budget_preemptions, 1);
       mailbox->set_cursor(cursor);
       if (timed) [[unlikely]] {

@@ -23,6 +23,22 @@
 // time is measured from the start of the second event (see Run), so a handler that runs longer
 // than the budget ends its activation after itself and one more event at most.
 //
+// Budget growth: a mailbox whose event budget runs out while it woke no other mailbox during the
+// turn and at least one more budget's worth of events (up to kBacklogProbe) is queued behind it (a
+// receiver many senders flood faster than one budget per turn drains) gets twice the event budget
+// at its next activation, up to 2^kMaxBudgetShift times. It loses half of it each time it drains,
+// and each time it wakes another mailbox: a grown turn ends as soon as it has handled the
+// configured budget and woken someone (a reply, an acknowledgement to a sender on credit), so the
+// woken one runs as soon as it would have without growth. The time budget still ends every
+// activation, so other mailboxes wait at most `max_time` for it; a hot actor that only keeps its
+// next event queued never grows. Without it, four senders that each send thousands of events per
+// activation outran a receiver allowed 100 per turn, until the whole burst sat in its queue (fresh
+// memory, cold caches) and one core drained it alone. And a handler that sends to a flooded
+// mailbox (Mailbox::Flooded: its budget grew 64 times) ends its own activation after it (counted
+// as a budget preemption), Erlang's penalty for sending to a long queue: the senders take turns
+// with the receiver instead of each running a full budget. Not in fair or shuffle mode, whose
+// budgets stay as configured.
+//
 // Fair mode (PoolSettings::fair): every ready mailbox goes to a shared min-heap keyed by the
 // mailbox's accumulated run time (ties in arrival order); no slot, no local queues. Each
 // activation reads the clock twice to add to that time.
@@ -294,6 +310,13 @@ class ExecutorPool {
   static constexpr uint32_t kMaxRunNextStreak = 16;
   static constexpr uint32_t kSharedCheckInterval = 61;
   static constexpr uint32_t kShuffleWindow = 64;
+  // Budget growth (file comment): at most 2^10 times the configured event budget, and only for
+  // budgets small enough that the product fits (larger ones are a time budget in all but name).
+  static constexpr uint32_t kMaxBudgetShift = 10;
+  static constexpr uint32_t kMaxGrowableBudget = 1u << 20;
+  // A budget grows when at least as many events as it allows are still queued, looking at most
+  // this far ahead (the walk costs what popping those events will).
+  static constexpr uint32_t kBacklogProbe = 4096;
   // A busy worker polls the pool's IoPoller after this many activations.
   static constexpr uint32_t kPollInterval = 32;
 
@@ -400,6 +423,9 @@ class ExecutorPool {
   // settings_.max_time and spin_time, converted once (absl's conversions are out-of-line calls).
   const std::chrono::nanoseconds max_time_;
   const int64_t spin_ns_;
+  // Budget growth applies (file comment): not fair, not shuffled, and a budget small enough that
+  // 2^kMaxBudgetShift times it fits.
+  const bool grows_;
 
   troupe::Mutex mu_;
   Mailbox* head_ ABSL_GUARDED_BY(mu_) = nullptr;

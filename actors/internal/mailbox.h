@@ -111,6 +111,11 @@ class alignas(64) Mailbox {
     }
     return AsEvent(queue_.Pop(cursor));
   }
+  // True when at least `count` more events are queued behind `cursor` (kLockFree only; the other
+  // kinds answer false).
+  bool HasBacklog(const MailboxNode* cursor, uint32_t count) const {
+    return kind_ == MailboxKind::kLockFree && queue_.HasAtLeast(cursor, count);
+  }
   MailboxNode* cursor() const { return queue_.cursor(); }
   void set_cursor(MailboxNode* cursor) { queue_.set_cursor(cursor); }
 
@@ -167,6 +172,19 @@ class alignas(64) Mailbox {
   void add_run_time_ns(uint64_t ns) { run_time_ns_ += ns; }
   void reset_run_time() { run_time_ns_ = 0; }
 
+  // Doublings of the pool's event budget this mailbox has earned by ending activations with a
+  // backlog (ExecutorPool::Run; reader-owned; 0 once it drains).
+  uint32_t budget_shift() const { return budget_shift_.load(std::memory_order_relaxed); }
+  void set_budget_shift(uint32_t shift) {
+    budget_shift_.store(static_cast<uint8_t>(shift), std::memory_order_relaxed);
+  }
+  // Any thread: true once the mailbox has earned kFloodShift doublings, i.e. it ended an activation
+  // of 64 budgets with more still queued: its senders outrun it. (A receiver that a few senders on
+  // credit keep busy stays below: its backlog never exceeds their windows.)
+  // relaxed: a scheduling hint, read beside the push that already holds the line.
+  static constexpr uint32_t kFloodShift = 6;
+  bool Flooded() const { return budget_shift_.load(std::memory_order_relaxed) >= kFloodShift; }
+
   // Link in the pool's ready queue; owned by the pool while the mailbox is queued there.
   Mailbox* next_ready = nullptr;
 
@@ -192,12 +210,18 @@ class alignas(64) Mailbox {
   // Pool indexes fit (ActorId::kMaxPool); 16 bits leave room for run_time_ns_ in the line.
   uint16_t pool_ = 0;
   MailboxKind kind_ = MailboxKind::kLockFree;
+  // Written by the reader, read by senders (Flooded).
+  std::atomic<uint8_t> budget_shift_{0};
   // Intrusive list through Actor::next_in_mailbox_.
   Actor* actors_ = nullptr;
   // The queue of the other kinds: SimpleQueue, RevolvingQueue, HTSwapQueue or PriorityQueue.
   void* other_ = nullptr;
   uint64_t run_time_ns_ = 0;
 };
+
+// Set by a send whose recipient's mailbox is flooded (Runtime::Deliver): the worker then ends
+// the sending activation after the handler, unless the mailbox is its own (ExecutorPool::Run).
+inline thread_local Mailbox* tls_flooded_recipient = nullptr;
 
 static_assert(sizeof(Mailbox) == 64, "an idle mailbox of the default kind costs one cache line");
 

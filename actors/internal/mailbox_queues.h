@@ -53,6 +53,16 @@ class IntrusiveMpscQueue {
   MailboxNode* cursor() const { return head_; }
   void set_cursor(MailboxNode* head) { head_ = head; }
 
+  // Reader: true when at least `count` published nodes follow the reader's cursor `head` (the
+  // stub not counted). Walks at most count + 1 links, so it costs what popping them will.
+  bool HasAtLeast(const MailboxNode* head, uint32_t count) const {
+    uint32_t seen = 0;
+    for (const MailboxNode* node = head; node != nullptr && seen < count;
+         node = node->next.load(std::memory_order_acquire)) {
+      seen += node != &stub_ ? 1 : 0;
+    }
+    return seen >= count;
+  }
   // Reader: true when the reader holds no node (everything popped up to the stub).
   bool ReaderDrained() const { return head_ == &stub_; }
   // Any thread: true when a node was pushed that the reader has not re-linked the stub behind.

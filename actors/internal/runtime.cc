@@ -297,7 +297,12 @@ void Runtime::Deliver(EventHandlePtr ev) {
     Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
     return;
   }
-  if (mailbox->Push(ev.release())) {
+  mailbox->PushEvent(ev.release());
+  // Read between the push's two steps, which hold the mailbox's line already.
+  if (mailbox->Flooded()) [[unlikely]] {
+    tls_flooded_recipient = mailbox;
+  }
+  if (mailbox->ActivateAfterPush()) {
     Activate(mailbox);
   }
 }

@@ -243,6 +243,243 @@ TEST(SchedulingTest, HotActorDoesNotDelayOthersBeyondOneTimeBudget) {
   ExpectHotActorDelaysOthersByAtMostOneBudget(/*max_events=*/1'000'000'000, /*max_time_us=*/1000);
 }
 
+// Holds its worker on the first event until `gate` is notified, then counts every event; with a
+// `ping` actor, kicks it once on the `ping_at`th.
+class GatedCounter : public Actor {
+ public:
+  GatedCounter(Notification* gate, std::atomic<uint64_t>* handled, ActorId ping = {},
+               uint64_t ping_at = 0)
+      : Actor(&GatedCounter::StateWork),
+        gate_(gate),
+        handled_(handled),
+        ping_(ping),
+        ping_at_(ping_at) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvValue) {
+      Unhandled(ev);
+      return;
+    }
+    if (!gated_) {
+      gated_ = true;
+      gate_->WaitForNotification();
+    }
+    // release: pairs with the test's acquire load.
+    if (handled_->fetch_add(1, std::memory_order_release) + 1 == ping_at_) {
+      Send(ping_, std::make_unique<EvKick>());
+    }
+  }
+
+  Notification* gate_;
+  std::atomic<uint64_t>* handled_;
+  const ActorId ping_;
+  const uint64_t ping_at_;
+  bool gated_ = false;
+};
+
+// On a kick, records how many events `counted` had handled by then.
+class Stamp : public Actor {
+ public:
+  Stamp(const std::atomic<uint64_t>* counted, std::atomic<uint64_t>* stamp)
+      : Actor(&Stamp::StateWork), counted_(counted), stamp_(stamp) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvKick) {
+      Unhandled(ev);
+      return;
+    }
+    // The counter runs on this worker too, so the load sees every event it handled before us.
+    stamp_->store(counted_->load(std::memory_order_acquire), std::memory_order_release);
+  }
+
+  const std::atomic<uint64_t>* counted_;
+  std::atomic<uint64_t>* stamp_;
+};
+
+proto::ActorSystemConfig FloodPoolConfig(bool fair, uint32_t max_events) {
+  proto::ActorSystemConfig config = testutil::SmallConfig();
+  proto::PoolConfig* flood_pool = AddPool(&config, "Flood", 1);
+  flood_pool->set_max_events_per_activation(max_events);
+  flood_pool->set_max_activation_time_us(60'000'000);  // only the event budget ends activations
+  flood_pool->set_fair(fair);
+  return config;
+}
+
+// Queues `events` at a receiver held on its first one, lets it go, and returns the pool's
+// activations until it has handled them all (0 after a failure).
+uint64_t ActivationsToDrain(bool fair, uint32_t max_events, uint64_t events) {
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(FloodPoolConfig(fair, max_events), "Flood", &pool);
+  if (system == nullptr) {
+    return 0;
+  }
+  Notification gate;
+  std::atomic<uint64_t> handled{0};
+  const ActorId receiver =
+      system->Register(std::make_unique<GatedCounter>(&gate, &handled), OnPool(pool));
+  for (uint64_t i = 0; i < events; ++i) {
+    system->Send(receiver, std::make_unique<EvValue>(i));
+  }
+  const uint64_t activations_before = system->Counters().pools[pool].activations;
+  gate.Notify();
+  if (!WaitUntil([&] { return handled.load(std::memory_order_acquire) == events; })) {
+    ADD_FAILURE() << "handled " << handled.load() << " of " << events << ": "
+                  << testutil::DescribeCounters(*system);
+    return 0;
+  }
+  return system->Counters().pools[pool].activations - activations_before;
+}
+
+// A receiver flooded faster than one budget per turn drains it (budget growth, executor_pool.h):
+// with a budget of 10, 20,000 queued events take about a dozen activations (10, 20, 40, ... up to
+// 10,240 events each), not the 2,000 of a fixed budget, which fair mode keeps.
+TEST(SchedulingTest, AFloodedReceiverEarnsALargerBudget) {
+  if (ShuffledByEnvironment()) {
+    GTEST_SKIP() << kShuffledSkip;
+  }
+  constexpr uint32_t kBudget = 10;
+  constexpr uint64_t kEvents = 20'000;
+  const uint64_t growing = ActivationsToDrain(/*fair=*/false, kBudget, kEvents);
+  EXPECT_GT(growing, 0u);
+  EXPECT_LE(growing, 40u);
+  const uint64_t fixed = ActivationsToDrain(/*fair=*/true, kBudget, kEvents);
+  EXPECT_GE(fixed, kEvents / kBudget - 1);  // the first activation was counted before the gate
+}
+
+// A grown receiver that wakes another mailbox ends its turn once it has handled the configured
+// budget (executor_pool.h), so the woken one runs as soon as it would have without growth: here
+// right after the kick, while the receiver's grown turn (budget 10 doubled, 5,120 events by then)
+// would otherwise have run on for about 4,000 events. A sender on credit waiting for its
+// acknowledgement is that woken mailbox.
+TEST(SchedulingTest, AGrownReceiverThatWakesAnotherLetsItRunAtOnce) {
+  if (ShuffledByEnvironment()) {
+    GTEST_SKIP() << kShuffledSkip;
+  }
+  constexpr uint32_t kBudget = 10;
+  constexpr uint64_t kEvents = 20'000;
+  constexpr uint64_t kPingAt = 6'000;
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(FloodPoolConfig(/*fair=*/false, kBudget), "Flood", &pool);
+  ASSERT_NE(system, nullptr);
+  Notification gate;
+  std::atomic<uint64_t> handled{0};
+  std::atomic<uint64_t> stamp{0};
+  const ActorId woken = system->Register(std::make_unique<Stamp>(&handled, &stamp), OnPool(pool));
+  const ActorId receiver = system->Register(
+      std::make_unique<GatedCounter>(&gate, &handled, woken, kPingAt), OnPool(pool));
+  for (uint64_t i = 0; i < kEvents; ++i) {
+    system->Send(receiver, std::make_unique<EvValue>(i));
+  }
+  gate.Notify();
+  ASSERT_TRUE(WaitUntil([&] {
+    return handled.load(std::memory_order_acquire) == kEvents &&
+           stamp.load(std::memory_order_acquire) != 0;
+  })) << testutil::DescribeCounters(*system);
+  EXPECT_GE(stamp.load(), kPingAt);
+  EXPECT_LE(stamp.load(), kPingAt + kBudget);
+}
+
+// Counts events; `received` is read by the sender below.
+class Counter : public Actor {
+ public:
+  explicit Counter(std::atomic<uint64_t>* received)
+      : Actor(&Counter::StateWork), received_(received) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvValue) {
+      Unhandled(ev);
+      return;
+    }
+    // release: pairs with the test's acquire load (the sender reads it relaxed, as a bound).
+    received_->fetch_add(1, std::memory_order_release);
+  }
+
+  std::atomic<uint64_t>* received_;
+};
+
+// Sends `total` events to `receiver`, `chunk` per handler call, kicking itself between chunks (as
+// a user's bulk sender does), and records the largest backlog it saw: sent minus received.
+class ChunkSender : public Actor {
+ public:
+  ChunkSender(ActorId receiver, const std::atomic<uint64_t>* received, uint64_t total,
+              uint64_t chunk, uint64_t* max_backlog)
+      : Actor(&ChunkSender::StateWork),
+        receiver_(receiver),
+        received_(received),
+        total_(total),
+        chunk_(chunk),
+        max_backlog_(max_backlog) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvKick) {
+      Unhandled(ev);
+      return;
+    }
+    for (uint64_t i = 0; i < chunk_ && sent_ < total_; ++i, ++sent_) {
+      Send(receiver_, std::make_unique<EvValue>(sent_));
+    }
+    // Over the last quarter, once the flood is established. relaxed: the count only bounds the
+    // backlog from above.
+    if (sent_ >= total_ / 4 * 3) {
+      *max_backlog_ = std::max(*max_backlog_, sent_ - received_->load(std::memory_order_relaxed));
+    }
+    if (sent_ < total_) {
+      Send(SelfId(), std::make_unique<EvKick>());
+    }
+  }
+
+  const ActorId receiver_;
+  const std::atomic<uint64_t>* received_;
+  const uint64_t total_;
+  const uint64_t chunk_;
+  uint64_t* max_backlog_;
+  uint64_t sent_ = 0;
+};
+
+// One bulk sender and its receiver on a one-worker pool with an event budget of `max_events`;
+// returns the largest backlog the sender saw (0 after a failure).
+uint64_t LargestBacklog(uint32_t max_events) {
+  constexpr uint64_t kTotal = 200'000;
+  constexpr uint64_t kChunk = 1000;
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(FloodPoolConfig(/*fair=*/false, max_events), "Flood", &pool);
+  if (system == nullptr) {
+    return 0;
+  }
+  std::atomic<uint64_t> received{0};
+  uint64_t max_backlog = 0;  // written by the sender, read after the receiver has all
+  const ActorId receiver = system->Register(std::make_unique<Counter>(&received), OnPool(pool));
+  const ActorId sender = system->Register(
+      std::make_unique<ChunkSender>(receiver, &received, kTotal, kChunk, &max_backlog),
+      OnPool(pool));
+  system->Send(sender, std::make_unique<EvKick>());
+  if (!WaitUntil([&] { return received.load(std::memory_order_acquire) == kTotal; })) {
+    ADD_FAILURE() << "received " << received.load() << " of " << kTotal << ": "
+                  << testutil::DescribeCounters(*system);
+    return 0;
+  }
+  system->Stop();  // the sender's last write happens before its worker is joined
+  return max_backlog;
+}
+
+// A sender to a flooded mailbox ends its activation after each handler call (executor_pool.h), so
+// a bulk sender and its receiver take turns and the backlog stays a few chunks deep. A budget too
+// large to grow (kMaxGrowableBudget) has no flooding either: the sender's one activation queues
+// all 200 chunks before the receiver runs.
+TEST(SchedulingTest, ASenderToAFloodedMailboxTakesTurnsWithIt) {
+  if (ShuffledByEnvironment()) {
+    GTEST_SKIP() << kShuffledSkip;
+  }
+  const uint64_t turns = LargestBacklog(/*max_events=*/10);
+  EXPECT_GT(turns, 0u);
+  EXPECT_LE(turns, 20'000u);
+  EXPECT_GE(LargestBacklog(/*max_events=*/2'000'000), 150'000u);
+}
+
 // -- run-next slot --------------------------------------------------------------------------------
 
 TEST(SchedulingTest, PingPongPairStaysOnOneWorker) {
