@@ -34,6 +34,7 @@
 #include "actors/events.h"
 #include "actors/log.h"
 #include "actors/session_events.h"
+#include "bench/process_memory.h"
 #include "examples/loadtest.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/tcp_transport.h"
@@ -252,17 +253,6 @@ class ProcessCluster {
   ActorId me_;
 };
 
-#ifndef TROUPE_SANITIZED_BUILD
-// This process's resident set, in bytes.
-uint64_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t pages = 0;
-  uint64_t resident = 0;
-  statm >> pages >> resident;
-  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-}
-#endif
-
 size_t PongsFrom(const Inbox& inbox, NodeId node) {
   size_t count = 0;
   for (const Received& pong : inbox.OfType(kEvEchoPong)) {
@@ -389,20 +379,21 @@ TEST(ProcessClusterTest, StoppedPeerBoundsTheSendersMemory) {
   cluster.Ping(1, 1);
   ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30))) << cluster.Describe();
   cluster.SignalProcess(1, SIGSTOP);
-  const uint64_t before = ResidentBytes();
-  uint64_t peak = before;
+  const int64_t before = troupe::bench::ResidentBytes();
+  ASSERT_GT(before, 0) << "/proc/self/statm is unreadable";
+  int64_t peak = before;
   constexpr uint64_t kEvents = 16384;  // 1 GiB
   const ActorId inbox = cluster.inbox_actor();
   for (uint64_t seq = 1; seq <= kEvents; ++seq) {
     cluster.system().Send(ServiceId("echo", 1), testutil::MakeData(seq, 64 << 10), kTrackDelivery,
                           seq, inbox);
     if (seq % 256 == 0) {
-      peak = std::max(peak, ResidentBytes());
+      peak = std::max(peak, troupe::bench::ResidentBytes());
     }
   }
   ASSERT_TRUE(testutil::Eventually(
       [&] {
-        peak = std::max(peak, ResidentBytes());
+        peak = std::max(peak, troupe::bench::ResidentBytes());
         return cluster.inbox().OfType(EvUndelivered::kEventType).size() +
                    cluster.Session(1).queued_events >=
                kEvents - 2048;
@@ -411,7 +402,7 @@ TEST(ProcessClusterTest, StoppedPeerBoundsTheSendersMemory) {
   const SessionCounters stalled = cluster.Session(1);
   EXPECT_LE(stalled.held_bytes, kBound);
   EXPECT_GT(stalled.overloaded, kEvents / 2);
-  EXPECT_LE(peak - before, kBound + (uint64_t{48} << 20))
+  EXPECT_LE(static_cast<uint64_t>(peak - before), kBound + (uint64_t{48} << 20))
       << "RSS before " << before << ", peak " << peak << ", held " << stalled.held_bytes;
   std::printf(
       "sender RSS growth with 1 GiB offered to a stopped peer: %.1f MiB (bound %.0f MiB, "
