@@ -40,6 +40,7 @@ namespace {
 using testutil::AddPool;
 using testutil::BusyFor;
 using testutil::DominantShare;
+using testutil::EventCounter;
 using testutil::EvKick;
 using testutil::EvValue;
 using testutil::kEvKick;
@@ -381,25 +382,6 @@ TEST(SchedulingTest, AGrownReceiverThatWakesAnotherLetsItRunAtOnce) {
   EXPECT_LE(stamp.load(), kPingAt + kBudget);
 }
 
-// Counts events; `received` is read by the sender below.
-class Counter : public Actor {
- public:
-  explicit Counter(std::atomic<uint64_t>* received)
-      : Actor(&Counter::StateWork), received_(received) {}
-
- private:
-  TROUPE_STATE(StateWork) {
-    if (ev->type() != kEvValue) {
-      Unhandled(ev);
-      return;
-    }
-    // release: pairs with the test's acquire load (the sender reads it relaxed, as a bound).
-    received_->fetch_add(1, std::memory_order_release);
-  }
-
-  std::atomic<uint64_t>* received_;
-};
-
 // Sends `total` events to `receiver`, `chunk` per handler call, kicking itself between chunks (as
 // a user's bulk sender does), and records the largest backlog it saw: sent minus received.
 class ChunkSender : public Actor {
@@ -452,7 +434,8 @@ uint64_t LargestBacklog(uint32_t max_events) {
   }
   std::atomic<uint64_t> received{0};
   uint64_t max_backlog = 0;  // written by the sender, read after the receiver has all
-  const ActorId receiver = system->Register(std::make_unique<Counter>(&received), OnPool(pool));
+  const ActorId receiver =
+      system->Register(std::make_unique<EventCounter>(&received), OnPool(pool));
   const ActorId sender = system->Register(
       std::make_unique<ChunkSender>(receiver, &received, kTotal, kChunk, &max_backlog),
       OnPool(pool));
