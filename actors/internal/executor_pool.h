@@ -33,11 +33,11 @@
 // activation, so other mailboxes wait at most `max_time` for it; a hot actor that only keeps its
 // next event queued never grows. Without it, four senders that each send thousands of events per
 // activation outran a receiver allowed 100 per turn, until the whole burst sat in its queue (fresh
-// memory, cold caches) and one core drained it alone. And a handler that sends to a flooded
-// mailbox (Mailbox::Flooded: its budget grew 64 times) ends its own activation after it (counted
-// as a budget preemption), Erlang's penalty for sending to a long queue: the senders take turns
-// with the receiver instead of each running a full budget. Not in fair or shuffle mode, whose
-// budgets stay as configured.
+// memory, cold caches) and one core drained it alone. And a handler that sends to a flooded mailbox
+// (Mailbox::Flooded: its budget grew to 64 times) ends its own activation after it (counted as a
+// budget preemption), Erlang's penalty for sending to a long queue: the senders take turns with the
+// receiver instead of each running a full budget. Not in fair or shuffle mode, whose budgets stay
+// as configured.
 //
 // Fair mode (PoolSettings::fair): every ready mailbox goes to a shared min-heap keyed by the
 // mailbox's accumulated run time (ties in arrival order); no slot, no local queues. Each

@@ -173,14 +173,15 @@ class alignas(64) Mailbox {
   void reset_run_time() { run_time_ns_ = 0; }
 
   // Doublings of the pool's event budget this mailbox has earned by ending activations with a
-  // backlog (ExecutorPool::Run; reader-owned; 0 once it drains).
+  // backlog (ExecutorPool::Run; written by the reader, or by Runtime::Register before the mailbox
+  // is reachable; one fewer after each drain or wake-up).
   uint32_t budget_shift() const { return budget_shift_.load(std::memory_order_relaxed); }
   void set_budget_shift(uint32_t shift) {
     budget_shift_.store(static_cast<uint8_t>(shift), std::memory_order_relaxed);
   }
   // Any thread: true once the mailbox has earned kFloodShift doublings, i.e. it ended an activation
-  // of 64 budgets with more still queued: its senders outrun it. (A receiver that a few senders on
-  // credit keep busy stays below: its backlog never exceeds their windows.)
+  // of 32 budgets with more still queued: its senders outrun it. (A receiver that acknowledges
+  // senders on credit loses a doubling each time it wakes one, so it stays below.)
   // relaxed: a scheduling hint, read beside the push that already holds the line.
   static constexpr uint32_t kFloodShift = 6;
   bool Flooded() const { return budget_shift_.load(std::memory_order_relaxed) >= kFloodShift; }

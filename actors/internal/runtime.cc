@@ -504,7 +504,9 @@ absl::StatusOr<ActorId> Runtime::TryRegister(std::unique_ptr<Actor> actor,
                      " mailboxes; raise max_mailboxes); actor not registered"));
   }
   mailbox->set_pool(pool);
+  // A reused mailbox forgets what its last actor earned (fair-mode run time, a flood's budget).
   mailbox->reset_run_time();
+  mailbox->set_budget_shift(0);
   Actor* raw = actor.release();
   Attach(mailbox, raw, pool, hint);
   if (parent != nullptr) {

@@ -30,6 +30,7 @@
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
 #include "actors/event.h"
+#include "actors/events.h"
 #include "actors/sync.h"
 #include "ut/actors/scheduling_util.h"
 #include "ut/actors/test_util.h"
@@ -380,6 +381,80 @@ TEST(SchedulingTest, AGrownReceiverThatWakesAnotherLetsItRunAtOnce) {
   })) << testutil::DescribeCounters(*system);
   EXPECT_GE(stamp.load(), kPingAt);
   EXPECT_LE(stamp.load(), kPingAt + kBudget);
+}
+
+// On a kick, registers a GatedCounter on its own worker (so that it takes the mailbox that worker
+// freed last) and publishes its id.
+class GatedCounterSpawner : public Actor {
+ public:
+  GatedCounterSpawner(uint32_t pool, Notification* gate, std::atomic<uint64_t>* handled,
+                      ActorId* spawned, Notification* done)
+      : Actor(&GatedCounterSpawner::StateWork),
+        pool_(pool),
+        gate_(gate),
+        handled_(handled),
+        spawned_(spawned),
+        done_(done) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvKick) {
+      Unhandled(ev);
+      return;
+    }
+    *spawned_ = Register(std::make_unique<GatedCounter>(gate_, handled_), OnPool(pool_));
+    done_->Notify();  // publishes *spawned_
+  }
+
+  const uint32_t pool_;
+  Notification* gate_;
+  std::atomic<uint64_t>* handled_;
+  ActorId* spawned_;
+  Notification* done_;
+};
+
+// An actor registered in the mailbox of one that was flooded starts with the configured budget:
+// the grown one (and its senders' penalty) went with the old actor. Here the new actor's first
+// turn ends after 10 of its 20 events (a budget preemption) instead of handling all of them.
+TEST(SchedulingTest, AReusedMailboxStartsWithTheConfiguredBudget) {
+  if (ShuffledByEnvironment()) {
+    GTEST_SKIP() << kShuffledSkip;
+  }
+  constexpr uint32_t kBudget = 10;
+  uint32_t pool = 0;
+  auto system = MakeNodeWithPool(FloodPoolConfig(/*fair=*/false, kBudget), "Flood", &pool);
+  ASSERT_NE(system, nullptr);
+  Notification gate;
+  std::atomic<uint64_t> handled{0};
+  ActorId actor;
+  Notification spawned;
+  const ActorId spawner = system->Register(
+      std::make_unique<GatedCounterSpawner>(pool, &gate, &handled, &actor, &spawned), OnPool(pool));
+  Notification flood_gate;
+  std::atomic<uint64_t> flooded{0};
+  const ActorId old_actor =
+      system->Register(std::make_unique<GatedCounter>(&flood_gate, &flooded), OnPool(pool));
+  constexpr uint64_t kFlood = 20'000;
+  for (uint64_t i = 0; i < kFlood; ++i) {
+    system->Send(old_actor, std::make_unique<EvValue>(i));
+  }
+  flood_gate.Notify();
+  ASSERT_TRUE(WaitUntil([&] { return flooded.load(std::memory_order_acquire) == kFlood; }));
+  const uint64_t live = system->Counters().live_mailboxes;
+  system->Send(old_actor, std::make_unique<EvPoison>());
+  ASSERT_TRUE(WaitUntil([&] { return system->Counters().live_mailboxes == live - 1; }));
+
+  system->Send(spawner, std::make_unique<EvKick>());
+  ASSERT_TRUE(spawned.WaitForNotificationWithTimeout(WaitTimeout()));
+  ASSERT_EQ(actor.hint(), old_actor.hint()) << "the test needs the freed mailbox reused";
+  for (uint64_t i = 0; i < 2 * kBudget; ++i) {
+    system->Send(actor, std::make_unique<EvValue>(i));
+  }
+  // The first turn is held in the gate, so it has not ended yet.
+  const uint64_t preemptions = system->Counters().pools[pool].budget_preemptions;
+  gate.Notify();
+  ASSERT_TRUE(WaitUntil([&] { return handled.load(std::memory_order_acquire) == 2 * kBudget; }));
+  EXPECT_GE(system->Counters().pools[pool].budget_preemptions, preemptions + 1);
 }
 
 // Sends `total` events to `receiver`, `chunk` per handler call, kicking itself between chunks (as
