@@ -22,6 +22,12 @@
 namespace troupe::internal {
 namespace {
 
+// True once the running activation has woken another mailbox (into this worker's run-next slot or
+// local queue): a reply or an acknowledgement that should run soon.
+bool WokeOthers(const WorkerContext& context) {
+  return context.run_next != nullptr || context.pushed_local;
+}
+
 thread_local WorkerContext* tls_worker = nullptr;
 
 // Linux's highest niceness.
@@ -501,11 +507,9 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   while (true) {
     EventHandle* ev = mailbox->Pop(cursor);
     if (ev == nullptr) {
-      if (const uint32_t shift = mailbox->budget_shift(); shift != 0) [[unlikely]] {
-        // Caught up: half the budget for the next turn, so a receiver that keeps being flooded
-        // keeps most of it (and its senders their penalty) instead of starting over from one.
-        mailbox->set_budget_shift(shift - 1);
-      }
+      // Caught up: half the budget for the next turn, so a receiver that keeps being flooded keeps
+      // most of it (and its senders their penalty) instead of starting over from one.
+      mailbox->ShrinkBudget();
       mailbox->set_cursor(cursor);
       if (timed) [[unlikely]] {
         // Charged before the mailbox may pass to another worker.
@@ -555,16 +559,13 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
     // Past the configured budget only a grown one goes on, and only while it wakes nobody: a
     // mailbox that woke others this turn (replies, acknowledgements to senders on credit) lets
     // them run as soon as it would have without growth.
-    if ((handled >= base_events &&
-         (handled >= max_events || context->run_next != nullptr || context->pushed_local)) ||
-        over_time || yields) {
+    if ((handled >= base_events && (handled >= max_events || WokeOthers(*context))) || over_time ||
+        yields) {
       if (grows_ && !over_time) {
-        const uint32_t shift = mailbox->budget_shift();
-        if (context->run_next != nullptr || context->pushed_local) {
-          if (shift != 0) {
-            mailbox->set_budget_shift(shift - 1);
-          }
-        } else if (handled >= max_events && shift < kMaxBudgetShift &&
+        if (WokeOthers(*context)) {
+          mailbox->ShrinkBudget();
+        } else if (const uint32_t shift = mailbox->budget_shift();
+                   handled >= max_events && shift < kMaxBudgetShift &&
                    mailbox->HasBacklog(cursor, std::min(max_events, kBacklogProbe))) {
           mailbox->set_budget_shift(shift + 1);
         }

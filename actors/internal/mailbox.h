@@ -179,6 +179,12 @@ class alignas(64) Mailbox {
   void set_budget_shift(uint32_t shift) {
     budget_shift_.store(static_cast<uint8_t>(shift), std::memory_order_relaxed);
   }
+  // Reader: one doubling fewer, if it has any (on a drain, or a turn that woke another mailbox).
+  void ShrinkBudget() {
+    if (const uint32_t shift = budget_shift(); shift != 0) [[unlikely]] {
+      set_budget_shift(shift - 1);
+    }
+  }
   // Any thread: true once the mailbox has earned kFloodShift doublings, i.e. it ended an activation
   // of 32 budgets with more still queued: its senders outrun it. (A receiver that acknowledges
   // senders on credit loses a doubling each time it wakes one, so it stays below.)
