@@ -16,7 +16,7 @@ std::string EventBase::ToString() const { return absl::StrFormat("event 0x%08x",
 EventHandle::EventHandle(ActorId recipient, ActorId sender, std::unique_ptr<EventBase> event,
                          uint32_t flags, uint64_t cookie, ActorId forward_to, uint64_t trace_id)
     : EventHandle(event->Type(), recipient, sender, flags, cookie, forward_to, trace_id) {
-  event_ = std::move(event);
+  body() = WordOf(event.release());
 }
 
 EventBytesPtr EventBytes::Make(size_t size) {
@@ -41,7 +41,9 @@ void EventBytesFree::operator()(EventBytes* bytes) const noexcept {
 EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, EventBytesPtr bytes,
                          uint32_t flags, uint64_t cookie, ActorId forward_to, uint64_t trace_id)
     : EventHandle(type, recipient, sender, flags, cookie, forward_to, trace_id) {
-  bytes_ = std::move(bytes);
+  if (bytes != nullptr) {
+    body() = WordOf(bytes.release());
+  }
 }
 
 EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, std::string_view bytes,
@@ -55,44 +57,81 @@ EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, uint
 
 EventHandle::EventHandle(EventType type, ActorId recipient, ActorId sender, uint32_t flags,
                          uint64_t cookie, ActorId forward_to, uint64_t trace_id)
-    : type_(type),
-      flags_(flags),
-      recipient_(recipient),
-      sender_(sender),
-      forward_to_(forward_to),
-      cookie_(cookie),
-      trace_id_(trace_id) {}
+    : type_(type), flags_(flags), recipient_(recipient), sender_(sender), cookie_(cookie) {
+  if (!forward_to.IsEmpty() || trace_id != 0) {
+    internal::HandleExtras& extras = MutableExtras();
+    extras.forward_to = forward_to;
+    extras.trace_id = trace_id;
+  }
+}
 
-EventHandle::~EventHandle() = default;
+EventHandle::~EventHandle() {
+  FreeBody(body());
+  delete extras();
+}
+
+void EventHandle::FreeBody(uintptr_t word) {
+  if (Tag(word) == kBytes) {
+    EventBytesFree()(BytesOf(word));
+  } else {
+    delete EventOf(word);
+  }
+}
+
+internal::HandleExtras& EventHandle::MutableExtras() {
+  if (internal::HandleExtras* extras = this->extras(); extras != nullptr) {
+    return *extras;
+  }
+  auto* extras = new internal::HandleExtras();
+  extras->body = word_;
+  word_ = reinterpret_cast<uintptr_t>(extras) | kExtras;
+  return *extras;
+}
+
+void EventHandle::set_trace_id(uint64_t trace_id) {
+  if (trace_id != 0 || extras() != nullptr) {
+    MutableExtras().trace_id = trace_id;
+  }
+}
+
+std::unique_ptr<EventBase> EventHandle::ReleaseBase() {
+  uintptr_t& word = body();
+  EventBase* event = EventOf(word);
+  if (event != nullptr) {
+    word = 0;
+  }
+  return std::unique_ptr<EventBase>(event);
+}
 
 absl::Status EventHandle::Serialize() {
-  if (bytes_ != nullptr) {
+  if (HasBytes()) {
     return absl::OkStatus();
   }
-  if (event_ == nullptr || !event_->IsSerializable()) {
+  EventBase* event = GetBase();
+  if (event == nullptr || !event->IsSerializable()) {
     return absl::FailedPreconditionError(
         absl::StrFormat("event 0x%08x is local and cannot be serialized", type_));
   }
   EventBytesPtr bytes;
-  if (const std::optional<size_t> size = event_->WireSize(); size.has_value()) {
+  if (const std::optional<size_t> size = event->WireSize(); size.has_value()) {
     // Protobuf caps a message at 2 GiB; the interconnect's max_event_size is far below.
     if (*size > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
       return absl::InternalError(
           absl::StrFormat("event 0x%08x is %u bytes, over protobuf's 2 GiB", type_, *size));
     }
     bytes = EventBytes::Make(*size);
-    if (!event_->SerializeToArray(bytes->data(), *size)) {
+    if (!event->SerializeToArray(bytes->data(), *size)) {
       return absl::InternalError(absl::StrFormat("event 0x%08x failed to serialize", type_));
     }
   } else {
     std::string wire;
-    if (!event_->SerializeToString(&wire)) {
+    if (!event->SerializeToString(&wire)) {
       return absl::InternalError(absl::StrFormat("event 0x%08x failed to serialize", type_));
     }
     bytes = EventBytes::Copy(wire);
   }
-  bytes_ = std::move(bytes);
-  event_.reset();
+  delete event;
+  body() = WordOf(bytes.release());
   return absl::OkStatus();
 }
 

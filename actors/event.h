@@ -18,7 +18,8 @@
 //   struct EvPong : troupe::EventPB<EvPong, my::Pong, kEvPong> {};
 //
 // An `EventHandle` is the envelope: type, flags, recipient, sender, cookie, forward target and
-// trace id, plus either the event object or its serialized bytes. Within one node an event is
+// trace id, plus either the event object or its serialized bytes. It takes one 64-byte block: the
+// forward target and the trace id, rarely set, live in a side block allocated only when one is. Within one node an event is
 // moved, never copied or serialized. An `EventPB` crossing nodes is serialized once; on arrival the
 // handle keeps the bytes and `Get<E>()` parses them when a handler first asks.
 //
@@ -198,6 +199,16 @@ enum EventFlags : uint32_t {
 class EventHandle;
 using EventHandlePtr = std::unique_ptr<EventHandle>;
 
+namespace internal {
+// What a handle holds beyond its 64 bytes, allocated only when a forward target or a trace id is
+// set: the handle's body word moves here, and the handle points at this block instead.
+struct HandleExtras : SmallPooled {
+  ActorId forward_to;
+  uint64_t trace_id = 0;
+  uintptr_t body = 0;
+};
+}  // namespace internal
+
 // The envelope of one event. Owns the event object or its serialized bytes.
 class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
  public:
@@ -229,23 +240,23 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
   const ActorId& recipient() const { return recipient_; }
   const ActorId& sender() const { return sender_; }
   uint64_t cookie() const { return cookie_; }
-  const ActorId& forward_to() const { return forward_to_; }
-  uint64_t trace_id() const { return trace_id_; }
+  ActorId forward_to() const { return extras() != nullptr ? extras()->forward_to : ActorId(); }
+  uint64_t trace_id() const { return extras() != nullptr ? extras()->trace_id : 0; }
 
   // Points the handle at a new recipient (service rewrite, forwarding).
   void set_recipient(ActorId recipient) { recipient_ = recipient; }
   // Sets the trace id (see "trace ids" in log.h; 0: none).
-  void set_trace_id(uint64_t trace_id) { trace_id_ = trace_id; }
+  void set_trace_id(uint64_t trace_id);
   void set_flags(uint32_t flags) { flags_ = flags; }
 
   // -- body ----------------------------------------------------------------------------------
 
   // Returns true when the handle carries a live event object.
-  bool HasEvent() const { return event_ != nullptr; }
+  bool HasEvent() const { return GetBase() != nullptr; }
   // Returns true when the handle carries serialized bytes not yet parsed.
-  bool HasBytes() const { return bytes_ != nullptr; }
+  bool HasBytes() const { return Tag(body()) == kBytes; }
   // Returns the live event object or nullptr (serialized or bodyless handle).
-  EventBase* GetBase() const { return event_.get(); }
+  EventBase* GetBase() const { return EventOf(body()); }
 
   // Returns the event as `E`, parsing serialized bytes on first use. Returns nullptr when the type
   // does not match, the handle has no body, or the bytes do not parse (then the bytes are kept).
@@ -258,21 +269,50 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
     if (Get<E>() == nullptr) {
       return nullptr;
     }
-    return std::unique_ptr<E>(static_cast<E*>(event_.release()));
+    return std::unique_ptr<E>(static_cast<E*>(ReleaseBase().release()));
   }
-  // Takes the event object out of the handle, whatever its type.
-  std::unique_ptr<EventBase> ReleaseBase() { return std::move(event_); }
+  // Takes the event object out of the handle, whatever its type (nullptr when it holds none).
+  std::unique_ptr<EventBase> ReleaseBase();
 
   // Converts a live serializable event into its bytes (what the interconnect sends). Returns
   // kFailedPrecondition for a local event and kInternal when protobuf serialization fails.
   absl::Status Serialize();
   // Returns the serialized bytes (empty when the handle holds no bytes).
-  std::string_view bytes() const { return bytes_ != nullptr ? bytes_->view() : std::string_view{}; }
+  std::string_view bytes() const {
+    return HasBytes() ? BytesOf(body())->view() : std::string_view{};
+  }
 
   // Returns "type 0x... from ... to ..." for logs.
   std::string ToString() const;
 
  private:
+  // The body word: a pointer to the event object (or null), to its bytes, or to the extras block
+  // that holds the body word instead, told apart by its two low bits (each pointee is aligned to
+  // at least 8).
+  enum BodyTag : uintptr_t { kEvent = 0, kBytes = 1, kExtras = 2, kTagMask = 3 };
+  static BodyTag Tag(uintptr_t word) { return static_cast<BodyTag>(word & kTagMask); }
+  static EventBase* EventOf(uintptr_t word) {
+    return Tag(word) == kEvent ? reinterpret_cast<EventBase*>(word) : nullptr;
+  }
+  static EventBytes* BytesOf(uintptr_t word) {
+    return reinterpret_cast<EventBytes*>(word & ~uintptr_t{kTagMask});
+  }
+  static uintptr_t WordOf(EventBase* event) { return reinterpret_cast<uintptr_t>(event); }
+  static uintptr_t WordOf(EventBytes* bytes) { return reinterpret_cast<uintptr_t>(bytes) | kBytes; }
+  // Frees what a body word points at.
+  static void FreeBody(uintptr_t word);
+
+  internal::HandleExtras* extras() const {
+    return Tag(word_) == kExtras
+               ? reinterpret_cast<internal::HandleExtras*>(word_ & ~uintptr_t{kTagMask})
+               : nullptr;
+  }
+  // The body word, wherever it lives.
+  uintptr_t body() const { return extras() != nullptr ? extras()->body : word_; }
+  uintptr_t& body() { return extras() != nullptr ? extras()->body : word_; }
+  // Returns the extras block, allocating it (with the body word moved into it) if needed.
+  internal::HandleExtras& MutableExtras();
+
   // The envelope alone; the public constructors delegate here and add the body.
   EventHandle(EventType type, ActorId recipient, ActorId sender, uint32_t flags, uint64_t cookie,
               ActorId forward_to, uint64_t trace_id);
@@ -281,12 +321,14 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
   uint32_t flags_;
   ActorId recipient_;
   ActorId sender_;
-  ActorId forward_to_;
   uint64_t cookie_;
-  uint64_t trace_id_;
-  std::unique_ptr<EventBase> event_;
-  EventBytesPtr bytes_;
+  uintptr_t word_ = 0;
 };
+
+static_assert(sizeof(EventHandle) == 64, "a handle is one 64-byte pool block");
+static_assert(alignof(EventBase) >= 4 && alignof(EventBytes) >= 4 &&
+                  alignof(internal::HandleExtras) >= 4,
+              "the body word keeps its tag in the pointers' two low bits");
 
 // A handler's typed view of the handle being handled: `ev->sender()`, `ev.Get()->field`.
 // Valid during the handler call only; `Release()` takes ownership of the whole handle.
@@ -319,19 +361,19 @@ E* EventHandle::Get() {
   if (type_ != E::kEventType) {
     return nullptr;
   }
-  if (event_ != nullptr) {
-    return static_cast<E*>(event_.get());
+  uintptr_t& word = body();
+  if (EventBase* event = EventOf(word); event != nullptr) {
+    return static_cast<E*>(event);
   }
   if constexpr (internal::HasLoad<E>::value) {
-    if (bytes_ != nullptr) {
-      std::unique_ptr<E> parsed = E::Load(bytes_->view());
+    if (Tag(word) == kBytes) {
+      std::unique_ptr<E> parsed = E::Load(BytesOf(word)->view());
       if (parsed == nullptr) {
         return nullptr;
       }
-      E* raw = parsed.get();
-      event_ = std::move(parsed);
-      bytes_.reset();
-      return raw;
+      FreeBody(word);
+      word = WordOf(parsed.get());
+      return parsed.release();
     }
   }
   return nullptr;

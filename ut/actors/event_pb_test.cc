@@ -140,6 +140,55 @@ TEST(EventPbTest, SerializeThenGetRoundTrips) {
   EXPECT_TRUE(absl::StrContains(event->ToString(), "payload #9")) << event->ToString();
 }
 
+// A forward target or a trace id lives in the handle's side block (event.h); the body moves with
+// it through every change: serializing, parsing, releasing, and a trace id set after the body.
+TEST(EventPbTest, ForwardTargetAndTraceIdKeepTheBodyReachable) {
+  const ut::TestPayload payload = MakePayload(77);
+  const ActorId to(0, 1, 10, 3);
+  const ActorId from(0, 1, 11, 4);
+  const ActorId backup(0, 1, 12, 5);
+  EventHandle handle(to, from, std::make_unique<EvPayload>(payload), kForwardOnNondelivery, 9,
+                     backup, 0x1234);
+  EXPECT_EQ(handle.forward_to(), backup);
+  EXPECT_EQ(handle.trace_id(), 0x1234u);
+  ASSERT_TRUE(handle.HasEvent());
+  ASSERT_TRUE(handle.Serialize().ok());
+  EXPECT_TRUE(handle.HasBytes());
+  EXPECT_EQ(std::string(handle.bytes()), payload.SerializeAsString());
+  EvPayload* event = handle.Get<EvPayload>();
+  ASSERT_NE(event, nullptr);
+  ExpectSamePayload(event->record, payload);
+  EXPECT_EQ(handle.GetBase(), event);
+  EXPECT_EQ(handle.forward_to(), backup);
+  EXPECT_EQ(handle.trace_id(), 0x1234u);
+  EXPECT_EQ(handle.Release<EvPayload>().get(), event);
+  EXPECT_FALSE(handle.HasEvent());
+  EXPECT_FALSE(handle.HasBytes());
+  EXPECT_EQ(handle.cookie(), 9u);
+
+  // A plain handle has neither; setting a trace id later keeps its body, and 0 clears it.
+  EventHandle plain(kEvPayload, to, from, payload.SerializeAsString());
+  EXPECT_TRUE(plain.forward_to().IsEmpty());
+  EXPECT_EQ(plain.trace_id(), 0u);
+  plain.set_trace_id(0);
+  EXPECT_EQ(plain.trace_id(), 0u);
+  plain.set_trace_id(0xabc);
+  EXPECT_EQ(plain.trace_id(), 0xabcu);
+  EXPECT_TRUE(plain.forward_to().IsEmpty());
+  ASSERT_NE(plain.Get<EvPayload>(), nullptr);
+  ExpectSamePayload(plain.Get<EvPayload>()->record, payload);
+  plain.set_trace_id(0);
+  EXPECT_EQ(plain.trace_id(), 0u);
+  EXPECT_NE(plain.GetBase(), nullptr);
+
+  // A bodyless signal with a trace id.
+  EventHandle signal(kEvPayload, to, from, kNoFlags, 0);
+  signal.set_trace_id(5);
+  EXPECT_EQ(signal.trace_id(), 5u);
+  EXPECT_EQ(signal.GetBase(), nullptr);
+  EXPECT_EQ(signal.Get<EvPayload>(), nullptr);
+}
+
 // Bodies below, at and far above the event pool's largest block (small_alloc.h) serialize straight
 // into their EventBytes block, byte for byte what protobuf writes, and parse back.
 TEST(EventPbTest, BodiesOfEverySizeSerializeAsProtobufDoes) {
