@@ -809,6 +809,10 @@ class BurstSender : public troupe::Actor {
 // and the peak RSS growth while they queue.
 void BM_FanInUnbounded(benchmark::State& state) {
   int64_t peak_growth = 0;
+  uint64_t activations = 0;
+  uint64_t preemptions = 0;
+  uint64_t parks = 0;
+  uint64_t steals = 0;
   for (auto _ : state) {
     state.PauseTiming();
     std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(0));
@@ -842,11 +846,21 @@ void BM_FanInUnbounded(benchmark::State& state) {
       }
     }
     state.PauseTiming();
+    // How the pool ran the burst, to tell its fast and slow runs apart.
+    const troupe::PoolCounters pool = system->Counters().pools.at(0);
+    activations += pool.activations;
+    preemptions += pool.budget_preemptions;
+    parks += pool.parks;
+    steals += pool.steals;
     system.reset();
     state.ResumeTiming();
   }
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(kBurstEvents));
   state.counters["peak_mb"] = static_cast<double>(peak_growth) / (1 << 20);
+  state.counters["activations"] = static_cast<double>(activations);
+  state.counters["preemptions"] = static_cast<double>(preemptions);
+  state.counters["parks"] = static_cast<double>(parks);
+  state.counters["steals"] = static_cast<double>(steals);
 }
 BENCHMARK(BM_FanInUnbounded)
     ->ArgName("workers")
