@@ -19,9 +19,10 @@
 //
 // An `EventHandle` is the envelope: type, flags, recipient, sender, cookie, forward target and
 // trace id, plus either the event object or its serialized bytes. It takes one 64-byte block: the
-// forward target and the trace id, rarely set, live in a side block allocated only when one is. Within one node an event is
-// moved, never copied or serialized. An `EventPB` crossing nodes is serialized once; on arrival the
-// handle keeps the bytes and `Get<E>()` parses them when a handler first asks.
+// forward target and the trace id, rarely set, live in a side block allocated only when one is.
+// Within one node an event is moved, never copied or serialized. An `EventPB` crossing nodes is
+// serialized once; on arrival the handle keeps the bytes and `Get<E>()` parses them when a handler
+// first asks.
 //
 // Thread-safety: handles and events are thread-compatible; ownership passes with the handle.
 #pragma once

@@ -19,7 +19,7 @@
 namespace troupe::internal {
 namespace {
 
-// A handle-sized block (a handle is 96 bytes, its event 16 to 32).
+// A block the size of a handle and its event (a handle is 64 bytes, its event 16 to 32).
 constexpr size_t kBlock = 96;
 
 TEST(SmallAllocTest, AnIdleTrimGivesBackWhatABurstLeftOverAndKeepsTheRest) {
