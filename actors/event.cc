@@ -70,7 +70,7 @@ EventHandle::~EventHandle() {
   delete extras();
 }
 
-void EventHandle::FreeBody(uintptr_t word) {
+void EventHandle::FreeBody(void* word) {
   if (Tag(word) == kBytes) {
     EventBytesFree()(BytesOf(word));
   } else {
@@ -84,7 +84,7 @@ internal::HandleExtras& EventHandle::MutableExtras() {
   }
   auto* extras = new internal::HandleExtras();
   extras->body = word_;
-  word_ = reinterpret_cast<uintptr_t>(extras) | kExtras;
+  word_ = reinterpret_cast<char*>(extras) + kExtras;
   return *extras;
 }
 
@@ -95,10 +95,10 @@ void EventHandle::set_trace_id(uint64_t trace_id) {
 }
 
 std::unique_ptr<EventBase> EventHandle::ReleaseBase() {
-  uintptr_t& word = body();
+  void*& word = body();
   EventBase* event = EventOf(word);
   if (event != nullptr) {
-    word = 0;
+    word = nullptr;
   }
   return std::unique_ptr<EventBase>(event);
 }

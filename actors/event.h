@@ -206,7 +206,7 @@ namespace internal {
 struct HandleExtras : SmallPooled {
   ActorId forward_to;
   uint64_t trace_id = 0;
-  uintptr_t body = 0;
+  void* body = nullptr;
 };
 }  // namespace internal
 
@@ -291,26 +291,26 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
   // that holds the body word instead, told apart by its two low bits (each pointee is aligned to
   // at least 8).
   enum BodyTag : uintptr_t { kEvent = 0, kBytes = 1, kExtras = 2, kTagMask = 3 };
-  static BodyTag Tag(uintptr_t word) { return static_cast<BodyTag>(word & kTagMask); }
-  static EventBase* EventOf(uintptr_t word) {
-    return Tag(word) == kEvent ? reinterpret_cast<EventBase*>(word) : nullptr;
+  static BodyTag Tag(const void* word) {
+    return static_cast<BodyTag>(reinterpret_cast<uintptr_t>(word) & kTagMask);
   }
-  static EventBytes* BytesOf(uintptr_t word) {
-    return reinterpret_cast<EventBytes*>(word & ~uintptr_t{kTagMask});
+  // The pointer without its tag (pointer arithmetic: the tag is an offset into the pointee).
+  static void* Untag(void* word) { return static_cast<char*>(word) - Tag(word); }
+  static EventBase* EventOf(void* word) {
+    return Tag(word) == kEvent ? static_cast<EventBase*>(word) : nullptr;
   }
-  static uintptr_t WordOf(EventBase* event) { return reinterpret_cast<uintptr_t>(event); }
-  static uintptr_t WordOf(EventBytes* bytes) { return reinterpret_cast<uintptr_t>(bytes) | kBytes; }
+  static EventBytes* BytesOf(void* word) { return static_cast<EventBytes*>(Untag(word)); }
+  static void* WordOf(EventBase* event) { return event; }
+  static void* WordOf(EventBytes* bytes) { return reinterpret_cast<char*>(bytes) + kBytes; }
   // Frees what a body word points at.
-  static void FreeBody(uintptr_t word);
+  static void FreeBody(void* word);
 
   internal::HandleExtras* extras() const {
-    return Tag(word_) == kExtras
-               ? reinterpret_cast<internal::HandleExtras*>(word_ & ~uintptr_t{kTagMask})
-               : nullptr;
+    return Tag(word_) == kExtras ? static_cast<internal::HandleExtras*>(Untag(word_)) : nullptr;
   }
   // The body word, wherever it lives.
-  uintptr_t body() const { return extras() != nullptr ? extras()->body : word_; }
-  uintptr_t& body() { return extras() != nullptr ? extras()->body : word_; }
+  void* body() const { return extras() != nullptr ? extras()->body : word_; }
+  void*& body() { return extras() != nullptr ? extras()->body : word_; }
   // Returns the extras block, allocating it (with the body word moved into it) if needed.
   internal::HandleExtras& MutableExtras();
 
@@ -323,7 +323,7 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
   ActorId recipient_;
   ActorId sender_;
   uint64_t cookie_;
-  uintptr_t word_ = 0;
+  void* word_ = nullptr;
 };
 
 static_assert(sizeof(EventHandle) == 64, "a handle is one 64-byte pool block");
@@ -362,7 +362,7 @@ E* EventHandle::Get() {
   if (type_ != E::kEventType) {
     return nullptr;
   }
-  uintptr_t& word = body();
+  void*& word = body();
   if (EventBase* event = EventOf(word); event != nullptr) {
     return static_cast<E*>(event);
   }
