@@ -85,7 +85,7 @@ TEST(MemoryReturnTest, ADrainedBurstGivesItsMemoryBackWhileTheWorkersIdle) {
   release.Notify();
   ASSERT_TRUE(drained.WaitForNotificationWithTimeout(testutil::WaitTimeout()));
   const absl::Time drained_at = absl::Now();
-  EXPECT_GT(queued, 8 * kSlack) << "the burst did not show in the RSS: nothing to give back";
+  EXPECT_GT(queued, 4 * kSlack) << "the burst did not show in the RSS: nothing to give back";
 
   // Nothing here trims: the idle workers must.
   int64_t above = bench::ResidentBytes() - before;
