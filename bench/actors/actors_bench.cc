@@ -847,10 +847,7 @@ void BM_FanInUnbounded(benchmark::State& state) {
     }
     state.PauseTiming();
     // How the pool ran the burst, to tell its fast and slow runs apart.
-    const troupe::ActorSystemCounters counters = system->Counters();
-    const troupe::PoolCounters& pool = *std::find_if(
-        counters.pools.begin(), counters.pools.end(),
-        [](const troupe::PoolCounters& p) { return p.name == "User"; });  // MakeSystem's default
+    const troupe::PoolCounters pool = UserPool(*system);
     activations += pool.activations;
     preemptions += pool.budget_preemptions;
     parks += pool.parks;
