@@ -504,8 +504,13 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   // A send outside an activation (an I/O callback's) is no handler's to pay for.
   tls_flooded_recipient = nullptr;
   MailboxNode* cursor = mailbox->cursor();
+  // Read once per activation, not per event: both share the line the mailbox's writers exchange
+  // on, and every read by this (the reader's) core would pull that line over from theirs.
+  const bool lock_free = mailbox->kind() == MailboxKind::kLockFree;
+  Actor* actors = mailbox->first_actor();
+  tls_actors_changed = false;
   while (true) {
-    EventHandle* ev = mailbox->Pop(cursor);
+    EventHandle* ev = lock_free ? mailbox->PopLockFree(cursor) : mailbox->Pop(cursor);
     if (ev == nullptr) {
       // Caught up: half the budget for the next turn, so a receiver that keeps being flooded keeps
       // most of it (and its senders their penalty) instead of starting over from one.
@@ -523,8 +528,10 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       }
       // We own the mailbox again, but between our kIdle store and our CAS another worker may have
       // run it and moved the cursor (it wrote the cursor back before its own kIdle store, which
-      // our CAS read): ours is stale.
+      // our CAS read): ours is stale, and so may be its actor list.
       cursor = mailbox->cursor();
+      actors = mailbox->first_actor();
+      tls_actors_changed = false;
       if (retried) {
         // A writer is mid-push (exchanged, not yet linked). Yield the thread rather than spin;
         // this worker comes back to it, so nobody needs waking.
@@ -539,9 +546,13 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       start = std::chrono::steady_clock::now();
     }
     if (--context->sample_countdown == 0) [[unlikely]] {
-      SampledDispatch(context, mailbox, ev);
+      SampledDispatch(context, mailbox, actors, ev);
     } else {
-      runtime_->Dispatch(mailbox, EventHandlePtr(ev), &context->trace);
+      runtime_->Dispatch(mailbox, actors, EventHandlePtr(ev), &context->trace);
+    }
+    if (tls_actors_changed) [[unlikely]] {
+      actors = mailbox->first_actor();
+      tls_actors_changed = false;
     }
     ++handled;
     // A handler that sent to a flooded mailbox (another one) ends its activation here: its
@@ -588,13 +599,14 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   WakeForLocal(context);
 }
 
-void ExecutorPool::SampledDispatch(WorkerContext* context, Mailbox* mailbox, EventHandle* ev) {
+void ExecutorPool::SampledDispatch(WorkerContext* context, Mailbox* mailbox, Actor* actors,
+                                   EventHandle* ev) {
   context->sample_countdown = ClassTable::kSampleEvery;
   // Looked up before the handler runs: it may end the actor.
-  const Actor* actor = mailbox->FindActor(ev->recipient().local_id());
+  const Actor* actor = Mailbox::FindActorIn(actors, ev->recipient().local_id());
   ClassStats* stats = actor != nullptr ? &runtime_->classes().Get(typeid(*actor)) : nullptr;
   const int64_t start = SteadyNanos();
-  runtime_->Dispatch(mailbox, EventHandlePtr(ev), &context->trace);
+  runtime_->Dispatch(mailbox, actors, EventHandlePtr(ev), &context->trace);
   const int64_t took = SteadyNanos() - start;
   handler_time_.Record(took);
   if (stats != nullptr) {

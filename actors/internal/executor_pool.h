@@ -374,7 +374,7 @@ class ExecutorPool {
   void Run(WorkerContext* context, Mailbox* mailbox);
   // Dispatches `ev` as Run does, timing the handler for the pool's histogram and its actor's
   // class (ClassTable): one event in ClassTable::kSampleEvery takes this path.
-  void SampledDispatch(WorkerContext* context, Mailbox* mailbox, EventHandle* ev);
+  void SampledDispatch(WorkerContext* context, Mailbox* mailbox, Actor* actors, EventHandle* ev);
   void Enqueue(Mailbox* mailbox) {
     if (settings_.shuffle) [[unlikely]] {
       EnqueueShuffled(mailbox);

@@ -173,8 +173,8 @@ size_t Mailbox::FootprintBytes() const {
   return bytes;
 }
 
-Actor* Mailbox::FindActor(uint64_t local_id) const {
-  for (Actor* actor = actors_; actor != nullptr; actor = actor->next_in_mailbox_) {
+Actor* Mailbox::FindActorIn(Actor* first, uint64_t local_id) {
+  for (Actor* actor = first; actor != nullptr; actor = actor->next_in_mailbox_) {
     if (actor->self_.local_id() == local_id) {
       return actor;
     }
@@ -185,6 +185,7 @@ Actor* Mailbox::FindActor(uint64_t local_id) const {
 void Mailbox::AttachActor(Actor* actor) {
   actor->next_in_mailbox_ = actors_;
   actors_ = actor;
+  tls_actors_changed = true;
 }
 
 void Mailbox::DetachActor(Actor* actor) {
@@ -192,6 +193,7 @@ void Mailbox::DetachActor(Actor* actor) {
     if (*link == actor) {
       *link = actor->next_in_mailbox_;
       actor->next_in_mailbox_ = nullptr;
+      tls_actors_changed = true;
       return;
     }
   }

@@ -111,6 +111,10 @@ class alignas(64) Mailbox {
     }
     return AsEvent(queue_.Pop(cursor));
   }
+  // Pop for a mailbox the caller knows is of kind kLockFree: a worker reads the kind once per
+  // activation, since the kind shares the line writers exchange on and reading it per event would
+  // pull that line to the reader's core and back.
+  EventHandle* PopLockFree(MailboxNode*& cursor) { return AsEvent(queue_.Pop(cursor)); }
   // True when at least `count` more events are queued behind `cursor` (kLockFree only; the other
   // kinds answer false).
   bool HasBacklog(const MailboxNode* cursor, uint32_t count) const {
@@ -158,7 +162,10 @@ class alignas(64) Mailbox {
 
   // -- actors bound to this mailbox (reader, or the owner after TryLock) -----------------------
 
-  Actor* FindActor(uint64_t local_id) const;
+  Actor* FindActor(uint64_t local_id) const { return FindActorIn(actors_, local_id); }
+  // FindActor in a list headed by `first`, which a worker read with first_actor() (see
+  // tls_actors_changed).
+  static Actor* FindActorIn(Actor* first, uint64_t local_id);
   void AttachActor(Actor* actor);
   void DetachActor(Actor* actor);
   bool HasActors() const { return actors_ != nullptr; }
@@ -225,6 +232,11 @@ class alignas(64) Mailbox {
   void* other_ = nullptr;
   uint64_t run_time_ns_ = 0;
 };
+
+// Set by AttachActor and DetachActor on the thread that changes a mailbox's actor list (only the
+// mailbox's holder does). A worker keeps the list's head for an activation rather than reading it
+// per event from the line writers exchange on, and reads it again once this is set.
+inline thread_local bool tls_actors_changed = false;
 
 // Set by a send whose recipient's mailbox is flooded (Runtime::Deliver): the worker then ends
 // the sending activation after the handler, unless the mailbox is its own (ExecutorPool::Run).

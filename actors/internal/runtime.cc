@@ -343,8 +343,8 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
   }
 }
 
-void Runtime::Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace) {
-  Actor* actor = mailbox->FindActor(ev->recipient().local_id());
+void Runtime::Dispatch(Mailbox* mailbox, Actor* actors, EventHandlePtr ev, HandlerTrace* trace) {
+  Actor* actor = Mailbox::FindActorIn(actors, ev->recipient().local_id());
   if (actor == nullptr) {
     Undeliverable(std::move(ev), UndeliveredReason::kActorNotFound);
     return;

@@ -87,7 +87,11 @@ class Runtime {
   void Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool unsure = false);
   // Hands `ev` to its actor in `mailbox` (the reader owning the mailbox only). A worker passes its
   // trace, which records the handler it is in for the watchdog.
-  void Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace = nullptr);
+  void Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace = nullptr) {
+    Dispatch(mailbox, mailbox->first_actor(), std::move(ev), trace);
+  }
+  // As Dispatch, with the mailbox's actor list as the worker read it (Mailbox::tls_actors_changed).
+  void Dispatch(Mailbox* mailbox, Actor* actors, EventHandlePtr ev, HandlerTrace* trace);
   TimerCookie Schedule(absl::Duration delay, EventHandlePtr ev) {
     if (driver_ != nullptr) {
       return driver_->Schedule(this, delay, std::move(ev));

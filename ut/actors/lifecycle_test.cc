@@ -38,6 +38,7 @@ using testutil::kEvValue;
 using testutil::MakeSystem;
 using testutil::Received;
 using testutil::Recorder;
+using testutil::Values;
 using testutil::WaitTimeout;
 using testutil::WaitUntil;
 
@@ -415,6 +416,89 @@ TEST(LifecycleTest, SharedMailboxIsFreedWithItsLastActor) {
   EXPECT_EQ(system->Counters().live_mailboxes, live_before + 1) << "the sibling still lives there";
   system->Send(sibling, std::make_unique<EvPoison>());
   EXPECT_TRUE(WaitUntil([&] { return system->Counters().live_mailboxes == live_before; }));
+}
+
+// Shares its mailbox with a Recorder it registers at start. EvKick blocks its handler until
+// `release` is notified (after `entered`), so that the test can queue events behind it for the
+// same activation; EvValue(0) registers another Recorder on the mailbox (publishing its id to
+// `late`) and sends it EvValue(7); any other EvValue is recorded in `own_inbox`.
+class Gatekeeper : public Actor {
+ public:
+  struct Links {
+    Inbox* own_inbox;
+    Inbox* sibling_inbox;
+    Inbox* late_inbox;
+    ActorId* sibling;
+    ActorId* late;
+    troupe::Notification* spawned;
+    troupe::Notification* entered;
+    troupe::Notification* release;
+  };
+  explicit Gatekeeper(Links links) : Actor(&Gatekeeper::StateWork), links_(links) {}
+
+ private:
+  void Bootstrap() override {
+    *links_.sibling = RegisterWithSameMailbox(std::make_unique<Recorder>(links_.sibling_inbox));
+    links_.spawned->Notify();
+  }
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      case kEvKick:
+        links_.entered->Notify();
+        ASSERT_TRUE(links_.release->WaitForNotificationWithTimeout(WaitTimeout()));
+        break;
+      case kEvValue:
+        if (ev->Get<EvValue>()->value == 0) {
+          *links_.late = RegisterWithSameMailbox(std::make_unique<Recorder>(links_.late_inbox));
+          Send(*links_.late, std::make_unique<EvValue>(7));
+        } else {
+          links_.own_inbox->Add(Describe(*ev));
+        }
+        break;
+      default:
+        Unhandled(ev);
+    }
+  }
+  Links links_;
+};
+
+// A worker reads a mailbox's actor list once per activation (it shares the line the mailbox's
+// senders write); an actor that ends, or one that joins, in the middle of an activation must
+// still be seen by the events behind it. Ending the list's head would leave a freed actor there.
+TEST(LifecycleTest, ActorsThatLeaveOrJoinAMailboxMidActivationAreSeenByTheEventsBehind) {
+  auto system = MakeSystem();
+  ASSERT_NE(system, nullptr);
+  Inbox own_inbox;
+  Inbox sibling_inbox;
+  Inbox late_inbox;
+  ActorId sibling;
+  ActorId late;
+  troupe::Notification spawned;
+  troupe::Notification entered;
+  troupe::Notification release;
+  const ActorId owner = system->Register(std::make_unique<Gatekeeper>(Gatekeeper::Links{
+      &own_inbox, &sibling_inbox, &late_inbox, &sibling, &late, &spawned, &entered, &release}));
+  ASSERT_TRUE(spawned.WaitForNotificationWithTimeout(WaitTimeout()));
+  ASSERT_EQ(sibling.hint(), owner.hint());
+  const uint64_t dropped_before = system->Counters().dropped_events;
+  system->Send(owner, std::make_unique<EvKick>());
+  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(WaitTimeout()));
+  // Queued behind the blocked handler, so one activation handles them all. The sibling, the
+  // list's head (registered last), records 1 and ends on the poison.
+  system->Send(sibling, std::make_unique<EvValue>(1));
+  system->Send(sibling, std::make_unique<EvPoison>());
+  system->Send(owner, std::make_unique<EvValue>(2));
+  system->Send(owner, std::make_unique<EvValue>(0));
+  system->Send(owner, std::make_unique<EvValue>(3));
+  release.Notify();
+  ASSERT_TRUE(late_inbox.WaitForType(kEvValue, 1)) << "the joiner got its event";
+  ASSERT_TRUE(own_inbox.WaitForType(kEvValue, 2));
+  EXPECT_EQ(Values(late_inbox.Snapshot()), (std::vector<uint64_t>{7}));
+  EXPECT_EQ(Values(own_inbox.Snapshot()), (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(Values(sibling_inbox.Snapshot()), (std::vector<uint64_t>{1}));
+  EXPECT_EQ(system->Counters().dropped_events, dropped_before);
+  EXPECT_NE(late.hint(), 0u);
+  EXPECT_EQ(late.hint(), owner.hint());
 }
 
 // -- shutdown -------------------------------------------------------------------------------------

@@ -44,21 +44,11 @@ using testutil::MakeSystem;
 using testutil::Received;
 using testutil::Recorder;
 using testutil::Scaled;
+using testutil::Values;
 using testutil::WaitUntil;
 
 // One node configured like the real-thread tests' nodes.
 TestRuntimeOptions OneNode() { return {.config = testutil::SmallConfig()}; }
-
-// Returns the values of the EvValue events in `events`, in order.
-std::vector<uint64_t> Values(const std::vector<Received>& events) {
-  std::vector<uint64_t> values;
-  for (const Received& r : events) {
-    if (r.type == kEvValue) {
-      values.push_back(r.value);
-    }
-  }
-  return values;
-}
 
 // Returns first, first + 1, ..., last - 1.
 std::vector<uint64_t> Range(uint64_t first, uint64_t last) {

@@ -177,6 +177,17 @@ class Inbox : public testing::Inbox {
 // Describes `ev` as a Received (called from the handler that holds it).
 inline Received Describe(EventHandle& ev) { return testing::Describe<EvValue>(ev); }
 
+// Returns the values of the EvValue events in `events`, in order.
+inline std::vector<uint64_t> Values(const std::vector<Received>& events) {
+  std::vector<uint64_t> values;
+  for (const Received& r : events) {
+    if (r.type == kEvValue) {
+      values.push_back(r.value);
+    }
+  }
+  return values;
+}
+
 // Ends on EvPoison (through Unhandled), drops anything else, and sets `*destroyed` when destroyed.
 class Mortal : public Actor {
  public:
