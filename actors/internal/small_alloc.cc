@@ -32,11 +32,14 @@ namespace {
 constexpr size_t kGranule = 16;
 constexpr size_t kClasses = kSmallAllocMaxSize / kGranule;
 constexpr uint32_t kBatch = 256;
-constexpr uint32_t kCacheLimit = 2 * kBatch;
 
 struct FreeBlock {
   FreeBlock* next;
+  // The block that followed `next` when this one was freed, for Allocate to prefetch two blocks
+  // ahead. A hint only: it may be stale (that block moved on), and is never followed.
+  FreeBlock* after_next;
 };
+static_assert(sizeof(FreeBlock) <= kGranule, "the smallest class holds a free block's links");
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -139,58 +142,90 @@ class ThreadCache {
 
   ~ThreadCache() {
     tls_cache_dead = true;
-    // Full batches go to the exchange; the remainder back to the heap.
+    // A full list goes to the exchange as a batch; the rest back to the heap.
     for (size_t cls = 0; cls < kClasses; ++cls) {
-      while (counts_[cls] >= kBatch) {
-        GlobalExchange().Put(cls, Detach(cls));
+      for (List* list : {&lists_[cls], &spills_[cls]}) {
+        if (list->count == kBatch) {
+          GlobalExchange().Put(cls, list->head);
+          *list = List{};
+        }
+        while (FreeBlock* block = list->head) {
+          list->head = block->next;
+          ::operator delete(block);
+        }
+        list->count = 0;
       }
-      while (FreeBlock* block = lists_[cls]) {
-        lists_[cls] = block->next;
-        ::operator delete(block);
-      }
-      counts_[cls] = 0;
     }
   }
 
   void* Allocate(size_t cls) {
-    FreeBlock* block = lists_[cls];
-    if (block == nullptr) {
-      block = GlobalExchange().Take(cls);
-      if (block == nullptr) {
+    List& list = lists_[cls];
+    if (list.head == nullptr) [[unlikely]] {
+      if (!Refill(cls)) {
         return ::operator new(ClassSize(cls));
       }
-      counts_[cls] = kBatch;
     }
-    lists_[cls] = block->next;
-    --counts_[cls];
+    FreeBlock* block = list.head;
+    list.head = block->next;
+    --list.count;
+    // Blocks were mostly freed by another thread (events are freed where they are handled), so
+    // each would cost this thread a miss. This block was prefetched two allocations ago; start
+    // pulling the one two allocations ahead so the next allocations do not wait. For reading: a
+    // prefetch for writing would take the line from a core still using a live neighbour on it.
+    __builtin_prefetch(block->after_next, 0);
     return block;
   }
 
   void Free(void* memory, size_t cls) {
     auto* block = static_cast<FreeBlock*>(memory);
-    block->next = lists_[cls];
-    lists_[cls] = block;
-    if (++counts_[cls] > kCacheLimit) {
-      GlobalExchange().Put(cls, Detach(cls));
+    if (lists_[cls].count < kBatch) {
+      Push(lists_[cls], block);
+      return;
+    }
+    // The allocation list is full: the block joins the spill list, which goes to the exchange
+    // whole once it holds a batch. No list is ever walked to cut a batch off.
+    List& spill = spills_[cls];
+    Push(spill, block);
+    if (spill.count == kBatch) {
+      GlobalExchange().Put(cls, spill.head);
+      spill = List{};
     }
   }
 
  private:
-  // Unlinks the first kBatch blocks of a class (the list must hold at least that many).
-  FreeBlock* Detach(size_t cls) {
-    FreeBlock* batch = lists_[cls];
-    FreeBlock* last = batch;
-    for (uint32_t i = 1; i < kBatch; ++i) {
-      last = last->next;
-    }
-    lists_[cls] = last->next;
-    last->next = nullptr;
-    counts_[cls] -= kBatch;
-    return batch;
+  struct List {
+    FreeBlock* head = nullptr;
+    uint32_t count = 0;
+  };
+
+  static void Push(List& list, FreeBlock* block) {
+    block->next = list.head;
+    // The head is mostly the block this thread freed last: its line is at hand.
+    block->after_next = list.head != nullptr ? list.head->next : nullptr;
+    list.head = block;
+    ++list.count;
   }
 
-  std::array<FreeBlock*, kClasses> lists_{};
-  std::array<uint32_t, kClasses> counts_{};
+  // Refills the empty allocation list of `cls` from the spill list, or else with a batch from
+  // the exchange. Returns false when neither has a block.
+  bool Refill(size_t cls) {
+    List& list = lists_[cls];
+    if (spills_[cls].head != nullptr) {
+      list = std::exchange(spills_[cls], List{});
+      return true;
+    }
+    FreeBlock* batch = GlobalExchange().Take(cls);
+    if (batch == nullptr) {
+      return false;
+    }
+    list = List{.head = batch, .count = kBatch};
+    return true;
+  }
+
+  // Per class: the list allocations take from (at most kBatch blocks), and the spill list frees
+  // go to while that one is full (fewer than kBatch): at most 2 * kBatch - 1 blocks cached.
+  std::array<List, kClasses> lists_{};
+  std::array<List, kClasses> spills_{};
 };
 
 ThreadCache& LocalCache() {

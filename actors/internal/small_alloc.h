@@ -4,10 +4,12 @@
 //
 // Events are allocated on the sending thread and freed on the receiving one; with glibc malloc
 // that hand-off dominated fan-in (half the worker cycles went to _int_malloc / free on chunks the
-// other core had just released). Each thread keeps a free list per 16-byte size class; a list that
-// grows past kCacheLimit hands a batch of kBatch blocks to a global exchange, and an empty one
-// takes a batch from there, so threads trade memory under one lock per kBatch blocks. A thread's
-// own lists hold at most kCacheLimit blocks per class. What the exchange holds beyond
+// other core had just released). Each thread keeps two free lists per 16-byte size class: it
+// allocates from the first, and frees into it until it holds kBatch blocks, then into the second,
+// which goes whole to a global exchange once it holds kBatch too; an empty first list takes the
+// second, or a batch from the exchange. Threads so trade memory under one lock per kBatch blocks,
+// and a thread caches fewer than 2 * kBatch blocks per class. A free block links the block two
+// ahead as well, which an allocation prefetches. What the exchange holds beyond
 // kSmallAllocKeepBytes (a burst's worth of events, freed) goes back to the heap once no thread has
 // traded through the exchange for kSmallAllocTrimDelay, by an idle worker (SmallAllocTrimStep,
 // from ExecutorPool's idle path), and the heap's free pages to the system: a node that absorbed a
