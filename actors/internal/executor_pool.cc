@@ -507,8 +507,12 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   // Read once per activation, not per event: both share the line the mailbox's writers exchange
   // on, and every read by this (the reader's) core would pull that line over from theirs.
   const bool lock_free = mailbox->kind() == MailboxKind::kLockFree;
-  Actor* actors = mailbox->first_actor();
-  tls_actors_changed = false;
+  Actor* actors = nullptr;
+  auto reload_actors = [&] {
+    actors = mailbox->first_actor();
+    tls_actors_changed = false;
+  };
+  reload_actors();
   while (true) {
     EventHandle* ev = lock_free ? mailbox->PopLockFree(cursor) : mailbox->Pop(cursor);
     if (ev == nullptr) {
@@ -530,8 +534,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       // run it and moved the cursor (it wrote the cursor back before its own kIdle store, which
       // our CAS read): ours is stale, and so may be its actor list.
       cursor = mailbox->cursor();
-      actors = mailbox->first_actor();
-      tls_actors_changed = false;
+      reload_actors();
       if (retried) {
         // A writer is mid-push (exchanged, not yet linked). Yield the thread rather than spin;
         // this worker comes back to it, so nobody needs waking.
@@ -551,8 +554,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       runtime_->Dispatch(mailbox, actors, EventHandlePtr(ev), &context->trace);
     }
     if (tls_actors_changed) [[unlikely]] {
-      actors = mailbox->first_actor();
-      tls_actors_changed = false;
+      reload_actors();
     }
     ++handled;
     // A handler that sent to a flooded mailbox (another one) ends its activation here: its

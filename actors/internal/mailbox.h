@@ -162,9 +162,8 @@ class alignas(64) Mailbox {
 
   // -- actors bound to this mailbox (reader, or the owner after TryLock) -----------------------
 
-  Actor* FindActor(uint64_t local_id) const { return FindActorIn(actors_, local_id); }
-  // FindActor in a list headed by `first`, which a worker read with first_actor() (see
-  // tls_actors_changed).
+  // Returns the actor `local_id` in the list headed by `first`, as first_actor() returned it (a
+  // worker keeps it for an activation: see tls_actors_changed), or nullptr.
   static Actor* FindActorIn(Actor* first, uint64_t local_id);
   void AttachActor(Actor* actor);
   void DetachActor(Actor* actor);
