@@ -16,29 +16,16 @@
 
 #include "actors/sync.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TROUPE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TROUPE_ASAN 1
-#endif
-#endif
-
 namespace troupe::internal {
 
-#ifndef TROUPE_ASAN
+#ifndef TROUPE_SMALL_ALLOC_BYPASS
 namespace {
 
-constexpr size_t kGranule = 16;
-constexpr size_t kClasses = kSmallAllocMaxSize / kGranule;
-constexpr uint32_t kBatch = 256;
+constexpr size_t kGranule = kSmallAllocGranule;
+constexpr size_t kClasses = kSmallAllocClasses;
+constexpr uint32_t kBatch = kSmallAllocBatch;
 
-struct FreeBlock {
-  FreeBlock* next;
-  // The block that followed `next` when this one was freed, for Allocate to prefetch two blocks
-  // ahead. A hint only: it may be stale (that block moved on), and is never followed.
-  FreeBlock* after_next;
-};
+using FreeBlock = SmallFreeBlock;
 static_assert(sizeof(FreeBlock) <= kGranule, "the smallest class holds a free block's links");
 
 int64_t NowNanos() {
@@ -47,7 +34,7 @@ int64_t NowNanos() {
       .count();
 }
 
-size_t ClassOf(size_t size) { return size == 0 ? 0 : (size - 1) / kGranule; }
+size_t ClassOf(size_t size) { return SmallAllocClassOf(size); }
 size_t ClassSize(size_t cls) { return (cls + 1) * kGranule; }
 
 // Batches of exactly kBatch linked blocks per class, traded between threads. What it holds beyond
@@ -132,9 +119,16 @@ Exchange& GlobalExchange() {
 // destructors) go straight to operator delete, which is where every pooled block came from.
 thread_local bool tls_cache_dead = false;
 
+// The out-of-line half of a thread's cache: its spill lists, and the setup and flush of its
+// allocation lists (tls_small_lists, which the inline paths use). Constructed on the thread's
+// first slow-path call, destroyed at thread exit.
 class ThreadCache {
  public:
-  ThreadCache() = default;
+  ThreadCache() {
+    for (SmallFreeList& list : tls_small_lists.lists) {
+      list = SmallFreeList{.head = nullptr, .room = kBatch};
+    }
+  }
   ThreadCache(const ThreadCache&) = delete;
   ThreadCache& operator=(const ThreadCache&) = delete;
   ThreadCache(ThreadCache&&) = delete;
@@ -142,90 +136,78 @@ class ThreadCache {
 
   ~ThreadCache() {
     tls_cache_dead = true;
-    // A full list goes to the exchange as a batch; the rest back to the heap.
+    // A full list goes to the exchange as a batch; the rest back to the heap. The allocation
+    // lists are left with no block and no room, so later calls on this thread come here (and
+    // find tls_cache_dead).
     for (size_t cls = 0; cls < kClasses; ++cls) {
-      for (List* list : {&lists_[cls], &spills_[cls]}) {
-        if (list->count == kBatch) {
-          GlobalExchange().Put(cls, list->head);
-          *list = List{};
-        }
-        while (FreeBlock* block = list->head) {
-          list->head = block->next;
-          ::operator delete(block);
-        }
-        list->count = 0;
-      }
+      SmallFreeList& list = tls_small_lists.lists[cls];
+      Flush(cls, list.head, kBatch - list.room);
+      list = SmallFreeList{};
+      Flush(cls, spills_[cls].head, spills_[cls].count);
+      spills_[cls] = Spill{};
     }
   }
 
+  // The allocation list of `cls` is empty.
   void* Allocate(size_t cls) {
-    List& list = lists_[cls];
-    if (list.head == nullptr) [[unlikely]] {
-      if (!Refill(cls)) {
-        return ::operator new(ClassSize(cls));
-      }
+    if (!Refill(cls)) {
+      return ::operator new(ClassSize(cls));
     }
-    FreeBlock* block = list.head;
-    list.head = block->next;
-    --list.count;
-    // Blocks were mostly freed by another thread (events are freed where they are handled), so
-    // each would cost this thread a miss. This block was prefetched two allocations ago; start
-    // pulling the one two allocations ahead so the next allocations do not wait. For reading: a
-    // prefetch for writing would take the line from a core still using a live neighbour on it.
-    __builtin_prefetch(block->after_next, 0);
-    return block;
+    return SmallAllocate(ClassSize(cls));
   }
 
+  // The allocation list of `cls` is full: the block joins the spill list, which goes to the
+  // exchange whole once it holds a batch. No list is ever walked to cut a batch off.
   void Free(void* memory, size_t cls) {
     auto* block = static_cast<FreeBlock*>(memory);
-    if (lists_[cls].count < kBatch) {
-      Push(lists_[cls], block);
-      return;
-    }
-    // The allocation list is full: the block joins the spill list, which goes to the exchange
-    // whole once it holds a batch. No list is ever walked to cut a batch off.
-    List& spill = spills_[cls];
-    Push(spill, block);
-    if (spill.count == kBatch) {
+    Spill& spill = spills_[cls];
+    block->next = spill.head;
+    block->after_next = spill.head != nullptr ? spill.head->next : nullptr;
+    spill.head = block;
+    if (++spill.count == kBatch) {
       GlobalExchange().Put(cls, spill.head);
-      spill = List{};
+      spill = Spill{};
     }
   }
 
  private:
-  struct List {
+  struct Spill {
     FreeBlock* head = nullptr;
     uint32_t count = 0;
   };
 
-  static void Push(List& list, FreeBlock* block) {
-    block->next = list.head;
-    // The head is mostly the block this thread freed last: its line is at hand.
-    block->after_next = list.head != nullptr ? list.head->next : nullptr;
-    list.head = block;
-    ++list.count;
+  static void Flush(size_t cls, FreeBlock* head, uint32_t count) {
+    if (count == kBatch) {
+      GlobalExchange().Put(cls, head);
+      return;
+    }
+    while (head != nullptr) {
+      FreeBlock* next = head->next;
+      ::operator delete(head);
+      head = next;
+    }
   }
 
   // Refills the empty allocation list of `cls` from the spill list, or else with a batch from
   // the exchange. Returns false when neither has a block.
   bool Refill(size_t cls) {
-    List& list = lists_[cls];
+    SmallFreeList& list = tls_small_lists.lists[cls];
     if (spills_[cls].head != nullptr) {
-      list = std::exchange(spills_[cls], List{});
+      const Spill spill = std::exchange(spills_[cls], Spill{});
+      list = SmallFreeList{.head = spill.head, .room = kBatch - spill.count};
       return true;
     }
     FreeBlock* batch = GlobalExchange().Take(cls);
     if (batch == nullptr) {
       return false;
     }
-    list = List{.head = batch, .count = kBatch};
+    list = SmallFreeList{.head = batch, .room = 0};
     return true;
   }
 
-  // Per class: the list allocations take from (at most kBatch blocks), and the spill list frees
-  // go to while that one is full (fewer than kBatch): at most 2 * kBatch - 1 blocks cached.
-  std::array<List, kClasses> lists_{};
-  std::array<List, kClasses> spills_{};
+  // Per class, the spill list frees go to while the allocation list is full (fewer than kBatch
+  // blocks): with the allocation list, at most 2 * kBatch - 1 blocks cached.
+  std::array<Spill, kClasses> spills_{};
 };
 
 ThreadCache& LocalCache() {
@@ -243,33 +225,43 @@ std::atomic<bool> g_trimming{false};
 std::atomic<size_t> g_untrimmed{0};
 
 }  // namespace
-#endif  // TROUPE_ASAN
+#endif  // TROUPE_SMALL_ALLOC_BYPASS
 
-void* SmallAllocate(size_t size) {
-#ifdef TROUPE_ASAN
+void* SmallAllocateSlow(size_t size) {
+#ifdef TROUPE_SMALL_ALLOC_BYPASS
   return ::operator new(size);
 #else
   if (size > kSmallAllocMaxSize || tls_cache_dead) {
     return ::operator new(size);
   }
-  return LocalCache().Allocate(ClassOf(size));
+  ThreadCache& cache = LocalCache();
+  // The thread's first call has just set its lists up: the inline path may serve it now.
+  if (tls_small_lists.lists[ClassOf(size)].head != nullptr) {
+    return SmallAllocate(size);
+  }
+  return cache.Allocate(ClassOf(size));
 #endif
 }
 
-void SmallFree(void* block, size_t size) noexcept {
-#ifdef TROUPE_ASAN
-  ::operator delete(block);
+void SmallFreeSlow(void* block, size_t size) noexcept {
+#ifdef TROUPE_SMALL_ALLOC_BYPASS
+  ::operator delete(block, size);
 #else
   if (size > kSmallAllocMaxSize || tls_cache_dead) {
     ::operator delete(block);
     return;
   }
-  LocalCache().Free(block, ClassOf(size));
+  ThreadCache& cache = LocalCache();
+  if (tls_small_lists.lists[ClassOf(size)].room != 0) {
+    SmallFree(block, size);  // the thread's first call: its lists were just set up
+    return;
+  }
+  cache.Free(block, ClassOf(size));
 #endif
 }
 
 int64_t SmallAllocTrimDelayNanos() {
-#ifdef TROUPE_ASAN
+#ifdef TROUPE_SMALL_ALLOC_BYPASS
   return -1;
 #else
   const Exchange& exchange = GlobalExchange();
@@ -284,7 +276,7 @@ int64_t SmallAllocTrimDelayNanos() {
 }
 
 bool SmallAllocTrimStep() {
-#ifdef TROUPE_ASAN
+#ifdef TROUPE_SMALL_ALLOC_BYPASS
   return false;
 #else
   if (SmallAllocTrimDelayNanos() != 0 || g_trimming.exchange(true, std::memory_order_acquire)) {
@@ -309,7 +301,7 @@ bool SmallAllocTrimStep() {
 }
 
 size_t SmallAllocPooledBytes() {
-#ifdef TROUPE_ASAN
+#ifdef TROUPE_SMALL_ALLOC_BYPASS
   return 0;
 #else
   return GlobalExchange().bytes();

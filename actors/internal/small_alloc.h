@@ -5,26 +5,40 @@
 // Events are allocated on the sending thread and freed on the receiving one; with glibc malloc
 // that hand-off dominated fan-in (half the worker cycles went to _int_malloc / free on chunks the
 // other core had just released). Each thread keeps two free lists per 16-byte size class: it
-// allocates from the first, and frees into it until it holds kBatch blocks, then into the second,
-// which goes whole to a global exchange once it holds kBatch too; an empty first list takes the
-// second, or a batch from the exchange. Threads so trade memory under one lock per kBatch blocks,
-// and a thread caches fewer than 2 * kBatch blocks per class. A free block links the block two
-// ahead as well, which an allocation prefetches. What the exchange holds beyond
-// kSmallAllocKeepBytes (a burst's worth of events, freed) goes back to the heap once no thread has
-// traded through the exchange for kSmallAllocTrimDelay, by an idle worker (SmallAllocTrimStep,
-// from ExecutorPool's idle path), and the heap's free pages to the system: a node that absorbed a
-// burst does not keep its peak.
+// allocates from the first, and frees into it until it holds kSmallAllocBatch blocks, then into
+// the second, which goes whole to a global exchange once it holds kSmallAllocBatch too; an empty
+// first list takes the second, or a batch from the exchange. Threads so trade memory under one
+// lock per batch, and a thread caches fewer than 2 * kSmallAllocBatch blocks per class. A free
+// block links the block two ahead as well, which an allocation prefetches. What the exchange holds
+// beyond kSmallAllocKeepBytes (a burst's worth of events, freed) goes back to the heap once no
+// thread has traded through the exchange for kSmallAllocTrimDelay, by an idle worker
+// (SmallAllocTrimStep, from ExecutorPool's idle path), and the heap's free pages to the system: a
+// node that absorbed a burst does not keep its peak.
+//
+// SmallAllocate and SmallFree are inline: taking a block from the allocation list or giving one
+// to it is a few instructions on a thread-local that needs no initialization guard, compiled into
+// each `new` and `delete` of a pooled type (the size, and so the class, is then a constant). All
+// else (refill, spill, the exchange, a thread's first use of the pool and its end) is out of line.
 //
 // ASan builds bypass the pool (plain operator new/delete) so use-after-free stays detectable.
 //
 // Thread-safety: thread-safe.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <new>
 
 #include "absl/time/time.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TROUPE_SMALL_ALLOC_BYPASS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TROUPE_SMALL_ALLOC_BYPASS 1
+#endif
+#endif
 
 namespace troupe::internal {
 
@@ -38,9 +52,9 @@ inline constexpr size_t kSmallAllocKeepBytes = size_t{4} << 20;
 inline constexpr absl::Duration kSmallAllocTrimDelay = absl::Milliseconds(200);
 
 // Returns a block of at least `size` bytes aligned to 16.
-void* SmallAllocate(size_t size);
+inline void* SmallAllocate(size_t size);
 // Frees a block from SmallAllocate; `size` must be the size it was allocated with.
-void SmallFree(void* block, size_t size) noexcept;
+inline void SmallFree(void* block, size_t size) noexcept;
 
 // Returns -1 when the exchange holds nothing to give back (or another thread is at it), else the
 // nanoseconds until it may: kSmallAllocTrimDelay after the last batch traded. A worker about to
@@ -69,5 +83,82 @@ class SmallPooled {
     ::operator delete(block, align);
   }
 };
+
+// -- implementation ---------------------------------------------------------------------------
+
+inline constexpr size_t kSmallAllocGranule = 16;
+inline constexpr size_t kSmallAllocClasses = kSmallAllocMaxSize / kSmallAllocGranule;
+// Blocks per list, and per batch traded through the exchange.
+inline constexpr uint32_t kSmallAllocBatch = 256;
+
+constexpr size_t SmallAllocClassOf(size_t size) {
+  return size == 0 ? 0 : (size - 1) / kSmallAllocGranule;
+}
+
+// A free block's links.
+struct SmallFreeBlock {
+  SmallFreeBlock* next;
+  // The block that followed `next` when this one was freed, for an allocation to prefetch two
+  // blocks ahead. A hint only: it may be stale (that block moved on), and is never followed.
+  SmallFreeBlock* after_next;
+};
+
+// One allocation list: its head, and how many more blocks it takes before it is full.
+struct SmallFreeList {
+  SmallFreeBlock* head;
+  uint32_t room;
+};
+
+// A thread's allocation lists, one per class. All zero (no block, no room) until the thread's
+// first slow-path call sets it up, and again once its cache is gone at thread exit: both inline
+// paths then go out of line.
+struct SmallThreadLists {
+  std::array<SmallFreeList, kSmallAllocClasses> lists;
+};
+inline constinit thread_local SmallThreadLists tls_small_lists{};
+
+void* SmallAllocateSlow(size_t size);
+void SmallFreeSlow(void* block, size_t size) noexcept;
+
+inline void* SmallAllocate(size_t size) {
+#ifdef TROUPE_SMALL_ALLOC_BYPASS
+  return ::operator new(size);
+#else
+  if (size <= kSmallAllocMaxSize) [[likely]] {
+    SmallFreeList& list = tls_small_lists.lists[SmallAllocClassOf(size)];
+    if (SmallFreeBlock* block = list.head; block != nullptr) [[likely]] {
+      list.head = block->next;
+      ++list.room;
+      // Blocks were mostly freed by another thread (events are freed where they are handled),
+      // so each would cost this thread a miss. This block was prefetched two allocations ago;
+      // start pulling the one two allocations ahead. For reading: a prefetch for writing would
+      // take the line from a core still using a live neighbour on it.
+      __builtin_prefetch(block->after_next, 0);
+      return block;
+    }
+  }
+  return SmallAllocateSlow(size);
+#endif
+}
+
+inline void SmallFree(void* block, size_t size) noexcept {
+#ifdef TROUPE_SMALL_ALLOC_BYPASS
+  ::operator delete(block, size);
+#else
+  if (size <= kSmallAllocMaxSize) [[likely]] {
+    SmallFreeList& list = tls_small_lists.lists[SmallAllocClassOf(size)];
+    if (list.room != 0) [[likely]] {
+      auto* free_block = static_cast<SmallFreeBlock*>(block);
+      free_block->next = list.head;
+      // The head is mostly the block this thread freed last: its line is at hand.
+      free_block->after_next = list.head != nullptr ? list.head->next : nullptr;
+      list.head = free_block;
+      --list.room;
+      return;
+    }
+  }
+  SmallFreeSlow(block, size);
+#endif
+}
 
 }  // namespace troupe::internal

@@ -3,7 +3,8 @@
 // The event pool (actors/internal/small_alloc.h) gives what a burst left over back: blocks freed on
 // one thread after another allocated them pile up in the exchange, stay there while threads still
 // trade blocks, and then SmallAllocTrimStep frees all but kSmallAllocKeepBytes of them, in bounded
-// steps, while the pool still serves.
+// steps, while the pool still serves. A thread's cache outlives no thread: at its end, full lists
+// go to the exchange, and frees later in its exit go to the heap.
 #include "actors/internal/small_alloc.h"
 
 #include <cstddef>
@@ -67,6 +68,50 @@ TEST(SmallAllocTest, AnIdleTrimGivesBackWhatABurstLeftOverAndKeepsTheRest) {
   for (void* block : blocks) {
     SmallFree(block, kBlock);
   }
+}
+
+// Frees a block from a thread-local destructor, which runs after the thread's pool cache is gone
+// when this holder was constructed before the cache.
+struct LateFree {
+  LateFree() = default;
+  LateFree(const LateFree&) = delete;
+  LateFree& operator=(const LateFree&) = delete;
+  LateFree(LateFree&&) = delete;
+  LateFree& operator=(LateFree&&) = delete;
+  ~LateFree() {
+    if (block != nullptr) {
+      SmallFree(block, kBlock);
+    }
+  }
+  void* block = nullptr;
+};
+
+TEST(SmallAllocTest, AThreadsCacheGoesToTheExchangeWhenItEndsAndLaterFreesToTheHeap) {
+  if (testutil::kUnderAsan) {
+    GTEST_SKIP() << "ASan builds bypass the pool (plain operator new and delete)";
+  }
+  // Four batches allocated here and freed by a thread that never used the pool before: its first
+  // free sets its cache up, its allocation list fills, the next three batches go to the exchange
+  // as its spill list fills, and the thread's end hands the full allocation list on as well.
+  constexpr size_t kCount = size_t{4} * kSmallAllocBatch;
+  std::vector<void*> blocks(kCount);
+  for (void*& block : blocks) {
+    block = SmallAllocate(kBlock);
+  }
+  void* late_block = SmallAllocate(kBlock);
+  const size_t pooled_before = SmallAllocPooledBytes();
+  std::thread freer([&] {
+    // Constructed before the cache, so destroyed after it: its free finds the cache gone and goes
+    // to the heap, not to a list nobody will empty.
+    thread_local LateFree late;
+    late.block = late_block;
+    for (void* block : blocks) {
+      SmallFree(block, kBlock);
+    }
+  });
+  freer.join();
+  EXPECT_EQ(SmallAllocPooledBytes(), pooled_before + kCount * kBlock)
+      << "the thread's cache kept or lost blocks at its end";
 }
 
 }  // namespace
