@@ -619,15 +619,13 @@ void ExecutorPool::SampledDispatch(WorkerContext* context, Mailbox* mailbox, Act
   }
 }
 
-void ExecutorPool::WakeForLocal(WorkerContext* context) {
-  if (context->pushed_local) {
-    context->pushed_local = false;
-    // Pairs with the seq_cst sleeper registration in Idle: either we see the sleeper or it sees
-    // our local queue.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (context->local.Size() > 0) {
-      WakeOne();
-    }
+void ExecutorPool::WakeForPushedLocal(WorkerContext* context) {
+  context->pushed_local = false;
+  // Pairs with the seq_cst sleeper registration in Idle: either we see the sleeper or it sees our
+  // local queue.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (context->local.Size() > 0) {
+    WakeOne();
   }
 }
 

@@ -414,8 +414,13 @@ class ExecutorPool {
   // Makes a worker waiting in the poller return; any thread.
   void InterruptPoller();
   // After handlers ran on `context` (an activation or a poll): wakes a sleeper for what they
-  // pushed to the local queue.
-  void WakeForLocal(WorkerContext* context);
+  // pushed to the local queue. Inline: every activation ends here, and most pushed nothing.
+  void WakeForLocal(WorkerContext* context) {
+    if (context->pushed_local) [[unlikely]] {
+      WakeForPushedLocal(context);
+    }
+  }
+  void WakeForPushedLocal(WorkerContext* context);
 
   Runtime* const runtime_;
   const uint32_t index_;
