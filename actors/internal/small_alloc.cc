@@ -234,18 +234,15 @@ void* SmallAllocateSlow(size_t size) {
   if (size > kSmallAllocMaxSize || tls_cache_dead) {
     return ::operator new(size);
   }
-  ThreadCache& cache = LocalCache();
-  // The thread's first call has just set its lists up: the inline path may serve it now.
-  if (tls_small_lists.lists[ClassOf(size)].head != nullptr) {
-    return SmallAllocate(size);
-  }
-  return cache.Allocate(ClassOf(size));
+  // The allocation list is empty (or the thread's lists are not set up yet: LocalCache does it).
+  return LocalCache().Allocate(ClassOf(size));
 #endif
 }
 
 void SmallFreeSlow(void* block, size_t size) noexcept {
 #ifdef TROUPE_SMALL_ALLOC_BYPASS
-  ::operator delete(block, size);
+  static_cast<void>(size);
+  ::operator delete(block);
 #else
   if (size > kSmallAllocMaxSize || tls_cache_dead) {
     ::operator delete(block);
@@ -253,7 +250,7 @@ void SmallFreeSlow(void* block, size_t size) noexcept {
   }
   ThreadCache& cache = LocalCache();
   if (tls_small_lists.lists[ClassOf(size)].room != 0) {
-    SmallFree(block, size);  // the thread's first call: its lists were just set up
+    SmallFree(block, size);  // the thread's first call: LocalCache has just set its lists up
     return;
   }
   cache.Free(block, ClassOf(size));

@@ -143,7 +143,8 @@ inline void* SmallAllocate(size_t size) {
 
 inline void SmallFree(void* block, size_t size) noexcept {
 #ifdef TROUPE_SMALL_ALLOC_BYPASS
-  ::operator delete(block, size);
+  static_cast<void>(size);
+  ::operator delete(block);
 #else
   if (size <= kSmallAllocMaxSize) [[likely]] {
     SmallFreeList& list = tls_small_lists.lists[SmallAllocClassOf(size)];
