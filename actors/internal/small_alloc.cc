@@ -158,12 +158,9 @@ class ThreadCache {
 
   // The allocation list of `cls` is full: the block joins the spill list, which goes to the
   // exchange whole once it holds a batch. No list is ever walked to cut a batch off.
-  void Free(void* memory, size_t cls) {
-    auto* block = static_cast<FreeBlock*>(memory);
+  void Free(void* block, size_t cls) {
     Spill& spill = spills_[cls];
-    block->next = spill.head;
-    block->after_next = spill.head != nullptr ? spill.head->next : nullptr;
-    spill.head = block;
+    SmallPushFront(spill.head, block);
     if (++spill.count == kBatch) {
       GlobalExchange().Put(cls, spill.head);
       spill = Spill{};

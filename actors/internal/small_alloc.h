@@ -120,6 +120,15 @@ inline constinit thread_local SmallThreadLists tls_small_lists{};
 void* SmallAllocateSlow(size_t size);
 void SmallFreeSlow(void* block, size_t size) noexcept;
 
+// Makes `block` the head of the free list at `head`, recording the block after the old head for
+// the prefetch. The old head is mostly the block this thread freed last: its line is at hand.
+inline void SmallPushFront(SmallFreeBlock*& head, void* block) {
+  auto* free_block = static_cast<SmallFreeBlock*>(block);
+  free_block->next = head;
+  free_block->after_next = head != nullptr ? head->next : nullptr;
+  head = free_block;
+}
+
 inline void* SmallAllocate(size_t size) {
 #ifdef TROUPE_SMALL_ALLOC_BYPASS
   return ::operator new(size);
@@ -149,11 +158,7 @@ inline void SmallFree(void* block, size_t size) noexcept {
   if (size <= kSmallAllocMaxSize) [[likely]] {
     SmallFreeList& list = tls_small_lists.lists[SmallAllocClassOf(size)];
     if (list.room != 0) [[likely]] {
-      auto* free_block = static_cast<SmallFreeBlock*>(block);
-      free_block->next = list.head;
-      // The head is mostly the block this thread freed last: its line is at hand.
-      free_block->after_next = list.head != nullptr ? list.head->next : nullptr;
-      list.head = free_block;
+      SmallPushFront(list.head, block);
       --list.room;
       return;
     }
