@@ -6,19 +6,22 @@
 // that hand-off dominated fan-in (half the worker cycles went to _int_malloc / free on chunks the
 // other core had just released). Each thread keeps two free lists per 16-byte size class: it
 // allocates from the first, and frees into it until it holds kSmallAllocBatch blocks, then into
-// the second, which goes whole to a global exchange once it holds kSmallAllocBatch too; an empty
-// first list takes the second, or a batch from the exchange. Threads so trade memory under one
-// lock per batch, and a thread caches fewer than 2 * kSmallAllocBatch blocks per class. A free
-// block links the block two ahead as well, which an allocation prefetches. What the exchange holds
-// beyond kSmallAllocKeepBytes (a burst's worth of events, freed) goes back to the heap once no
-// thread has traded through the exchange for kSmallAllocTrimDelay, by an idle worker
-// (SmallAllocTrimStep, from ExecutorPool's idle path), and the heap's free pages to the system: a
-// node that absorbed a burst does not keep its peak.
+// the second (the spill list), which goes whole to a global exchange once it holds
+// kSmallAllocBatch too; an empty first list takes the second, or a batch from the exchange, or
+// else one new block from the heap. Threads so trade memory under one lock per batch, and a
+// thread caches fewer than 2 * kSmallAllocBatch blocks per class. A free block links the block
+// two ahead as well, which an allocation prefetches. What the exchange holds beyond
+// kSmallAllocKeepBytes (a burst's worth of events, freed) goes back to the heap once no thread has
+// traded through the exchange for kSmallAllocTrimDelay, by an idle worker (SmallAllocTrimStep,
+// from ExecutorPool's idle path), and the heap's free pages to the system: a node that absorbed a
+// burst does not keep its peak.
 //
-// SmallAllocate and SmallFree are inline: taking a block from the allocation list or giving one
-// to it is a few instructions on a thread-local that needs no initialization guard, compiled into
-// each `new` and `delete` of a pooled type (the size, and so the class, is then a constant). All
-// else (refill, spill, the exchange, a thread's first use of the pool and its end) is out of line.
+// SmallAllocate and SmallFree are inline: taking a block from the allocation list, or giving one
+// to either list, is a few instructions on a thread-local that needs no initialization guard,
+// compiled into each `new` and `delete` of a pooled type (the size, and so the class, is then a
+// constant). A thread that only frees (a fan-in's receiver) so leaves the inline path once per
+// batch, to hand its spill list on. All else (refill, the exchange, a thread's first use of the
+// pool and its end) is out of line.
 //
 // ASan builds bypass the pool (plain operator new/delete) so use-after-free stays detectable.
 //
@@ -103,15 +106,18 @@ struct SmallFreeBlock {
   SmallFreeBlock* after_next;
 };
 
-// One allocation list: its head, and how many more blocks it takes before it is full.
+// One class's lists on a thread: the allocation list and the spill list, and how many more blocks
+// each takes (the spill list goes to the exchange when it would reach none).
 struct SmallFreeList {
   SmallFreeBlock* head;
+  SmallFreeBlock* spill;
   uint32_t room;
+  uint32_t spill_room;
 };
 
-// A thread's allocation lists, one per class. All zero (no block, no room) until the thread's
-// first slow-path call sets it up, and again once its cache is gone at thread exit: both inline
-// paths then go out of line.
+// A thread's lists, one pair per class. All zero (no block, no room) until the thread's first
+// slow-path call sets them up, and again once its cache is gone at thread exit: both inline paths
+// then go out of line.
 struct SmallThreadLists {
   std::array<SmallFreeList, kSmallAllocClasses> lists;
 };
@@ -160,6 +166,13 @@ inline void SmallFree(void* block, size_t size) noexcept {
     if (list.room != 0) [[likely]] {
       SmallPushFront(list.head, block);
       --list.room;
+      return;
+    }
+    // The allocation list is full: the spill list takes the block, unless it is the one that
+    // completes the spill list's batch (the exchange, out of line).
+    if (list.spill_room > 1) [[likely]] {
+      SmallPushFront(list.spill, block);
+      --list.spill_room;
       return;
     }
   }
