@@ -483,23 +483,23 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   AddOwned<uint64_t>(context->activations, 1);
   const bool timed = settings_.fair;
   // Outside fair mode the clock is first read when a second event comes: activations of one
-  // event (a ping-pong hop) never pay for it, and the first event's own time goes unmeasured. The
-  // budget is then checked after the 2nd, 4th, 8th and every 16th event.
+  // event (a ping-pong hop) never pay for it, and the first event's own time goes unmeasured.
   std::chrono::steady_clock::time_point start;
   if (timed) [[unlikely]] {
     start = std::chrono::steady_clock::now();
   }
   uint32_t handled = 0;
-  uint32_t max_events = settings_.max_events;
+  uint32_t base_events = settings_.max_events;
   if (settings_.shuffle) [[unlikely]] {
-    max_events = 1 + static_cast<uint32_t>(NextRandom(context->random_state) % max_events);
+    base_events = 1 + static_cast<uint32_t>(NextRandom(context->random_state) % base_events);
   }
-  // Budget growth (see the file comment of executor_pool.h): fair and shuffled pools keep their
-  // budget fixed.
-  const uint32_t base_events = max_events;
-  if (grows_) {
-    max_events <<= mailbox->budget_shift();
-  }
+  // The budgets are looked at only once `handled` reaches `next_check`: the clock after the 2nd,
+  // 4th, 8th and every 16th event (every event in fair mode), the event budget at base_events and
+  // after every event past it. An activation of one event decides nothing but that its queue is
+  // empty. The grown budget (executor_pool.h; fair and shuffled pools keep theirs fixed) is read
+  // at the first check: 0 until then.
+  uint32_t next_check = timed ? 1 : std::min(base_events, 2U);
+  uint32_t max_events = 0;
   bool retried = false;
   // A send outside an activation (an I/O callback's) is no handler's to pay for.
   tls_flooded_recipient = nullptr;
@@ -524,7 +524,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
         // Charged before the mailbox may pass to another worker.
         mailbox->add_run_time_ns(NanosSince(start));
       }
-      if (mailbox->TryIdle()) {
+      if (lock_free ? mailbox->TryIdleLockFree() : mailbox->TryIdle()) {
         break;
       }
       if (timed) [[unlikely]] {
@@ -564,6 +564,12 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       yields = grows_ && tls_flooded_recipient != mailbox;
       tls_flooded_recipient = nullptr;
     }
+    if (handled < next_check && !yields) [[likely]] {
+      continue;
+    }
+    if (max_events == 0) {
+      max_events = grows_ ? base_events << mailbox->budget_shift() : base_events;
+    }
     // Early checks catch slow handlers; fast ones pay a clock read per 16 events (a vDSO clock
     // read costs as much as handling a small event here).
     const bool check_time =
@@ -594,6 +600,13 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       // wakes the next one, so a backlog does spread).
       Enqueue(mailbox);
       break;
+    }
+    // The next time check (2, 4, 8, then every 16th event), or the event budget, whichever comes
+    // first; past the budget (growth) and in fair mode, after every event.
+    if (timed || handled >= base_events) {
+      next_check = handled + 1;
+    } else {
+      next_check = std::min(base_events, handled < 8 ? handled * 2 : (handled + 16) & ~15U);
     }
   }
   AddOwned<uint64_t>(context->events, handled);

@@ -147,14 +147,12 @@ class alignas(64) Mailbox {
     // seq_cst: ordered before FinishIdle's loads (Dekker pair with ActivateAfterPush).
     state_.store(kIdle, std::memory_order_seq_cst);
   }
-  bool FinishIdle(uint64_t token) {
-    if (!PublishedSince(token)) {
-      return true;
-    }
-    uint32_t expected = kIdle;
-    // A writer that saw kScheduled before our store did not schedule us: take the mailbox back. If
-    // its CAS wins instead, it schedules the mailbox and we must let go.
-    return !state_.compare_exchange_strong(expected, kScheduled, std::memory_order_acq_rel);
+  bool FinishIdle(uint64_t token) { return !PublishedSince(token) || !Reclaim(); }
+  // TryIdle for a mailbox the caller knows is of kind kLockFree (see PopLockFree).
+  bool TryIdleLockFree() {
+    const bool holds = !queue_.ReaderDrained();
+    StoreIdle();
+    return !(holds || queue_.Published()) || !Reclaim();
   }
 
   // Bytes this mailbox occupies while idle: the table slot plus the queue of a non-default kind.
@@ -202,6 +200,14 @@ class alignas(64) Mailbox {
   Mailbox* next_ready = nullptr;
 
  private:
+  // After StoreIdle, with work published that the reader had not taken: a writer that saw
+  // kScheduled before our store did not schedule us, so take the mailbox back (true). If its CAS
+  // wins instead, it schedules the mailbox and we must let go (false).
+  bool Reclaim() {
+    uint32_t expected = kIdle;
+    // acq_rel: pairs with ActivateAfterPush's CAS and with TryIdle's release by another reader.
+    return state_.compare_exchange_strong(expected, kScheduled, std::memory_order_acq_rel);
+  }
   static EventHandle* AsEvent(MailboxNode* node) { return static_cast<EventHandle*>(node); }
   static MailboxNode* AsNode(EventHandle* ev) { return ev; }
   // True when something was published that the reader (as captured by `token`) had not taken.
