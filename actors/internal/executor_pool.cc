@@ -478,14 +478,14 @@ void ExecutorPool::WorkerLoop(WorkerContext* context) {
   tls_worker = nullptr;
 }
 
-void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
+template <bool kTimed>
+void ExecutorPool::RunTimed(WorkerContext* context, Mailbox* mailbox) {
   context->current = mailbox;
   AddOwned<uint64_t>(context->activations, 1);
-  const bool timed = settings_.fair;
   // Outside fair mode the clock is first read when a second event comes: activations of one
   // event (a ping-pong hop) never pay for it, and the first event's own time goes unmeasured.
   std::chrono::steady_clock::time_point start;
-  if (timed) [[unlikely]] {
+  if constexpr (kTimed) {
     start = std::chrono::steady_clock::now();
   }
   uint32_t handled = 0;
@@ -498,21 +498,17 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   // after every event past it. An activation of one event decides nothing but that its queue is
   // empty. The grown budget (executor_pool.h; fair and shuffled pools keep theirs fixed) is read
   // at the first check: 0 until then.
-  uint32_t next_check = timed ? 1 : std::min(base_events, 2U);
+  uint32_t next_check = kTimed ? 1 : std::min(base_events, 2U);
   uint32_t max_events = 0;
   bool retried = false;
-  // A send outside an activation (an I/O callback's) is no handler's to pay for.
-  tls_flooded_recipient = nullptr;
+  // Cleared: a send outside an activation (an I/O callback's) is no handler's to pay for, and the
+  // actor list is read here.
+  tls_activation_signals = 0;
   MailboxNode* cursor = mailbox->cursor();
   // Read once per activation, not per event: both share the line the mailbox's writers exchange
   // on, and every read by this (the reader's) core would pull that line over from theirs.
   const bool lock_free = mailbox->kind() == MailboxKind::kLockFree;
-  Actor* actors = nullptr;
-  auto reload_actors = [&] {
-    actors = mailbox->first_actor();
-    tls_actors_changed = false;
-  };
-  reload_actors();
+  Actor* actors = mailbox->first_actor();
   while (true) {
     EventHandle* ev = lock_free ? mailbox->PopLockFree(cursor) : mailbox->Pop(cursor);
     if (ev == nullptr) {
@@ -520,21 +516,22 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       // most of it (and its senders their penalty) instead of starting over from one.
       mailbox->ShrinkBudget();
       mailbox->set_cursor(cursor);
-      if (timed) [[unlikely]] {
+      if constexpr (kTimed) {
         // Charged before the mailbox may pass to another worker.
         mailbox->add_run_time_ns(NanosSince(start));
       }
       if (lock_free ? mailbox->TryIdleLockFree() : mailbox->TryIdle()) {
         break;
       }
-      if (timed) [[unlikely]] {
+      if constexpr (kTimed) {
         start = std::chrono::steady_clock::now();
       }
       // We own the mailbox again, but between our kIdle store and our CAS another worker may have
       // run it and moved the cursor (it wrote the cursor back before its own kIdle store, which
       // our CAS read): ours is stale, and so may be its actor list.
       cursor = mailbox->cursor();
-      reload_actors();
+      actors = mailbox->first_actor();
+      tls_activation_signals &= ~kActorsChanged;
       if (retried) {
         // A writer is mid-push (exchanged, not yet linked). Yield the thread rather than spin;
         // this worker comes back to it, so nobody needs waking.
@@ -545,7 +542,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       continue;
     }
     retried = false;
-    if (handled == 1 && !timed) {
+    if (!kTimed && handled == 1) {
       start = std::chrono::steady_clock::now();
     }
     if (--context->sample_countdown == 0) [[unlikely]] {
@@ -553,16 +550,16 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
     } else {
       runtime_->Dispatch(mailbox, actors, EventHandlePtr(ev), &context->trace);
     }
-    if (tls_actors_changed) [[unlikely]] {
-      reload_actors();
-    }
     ++handled;
-    // A handler that sent to a flooded mailbox (another one) ends its activation here: its
-    // senders take turns with it instead of running their full budget (executor_pool.h).
     bool yields = false;
-    if (tls_flooded_recipient != nullptr) [[unlikely]] {
-      yields = grows_ && tls_flooded_recipient != mailbox;
-      tls_flooded_recipient = nullptr;
+    if (const uint8_t signals = tls_activation_signals; signals != 0) [[unlikely]] {
+      tls_activation_signals = 0;
+      if ((signals & kActorsChanged) != 0) {
+        actors = mailbox->first_actor();
+      }
+      // A handler that sent to a flooded mailbox (another one) ends its activation here: its
+      // senders take turns with it instead of running their full budget (executor_pool.h).
+      yields = (signals & kSentToFlooded) != 0 && grows_ && tls_flooded_recipient != mailbox;
     }
     if (handled < next_check && !yields) [[likely]] {
       continue;
@@ -573,7 +570,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
     // Early checks catch slow handlers; fast ones pay a clock read per 16 events (a vDSO clock
     // read costs as much as handling a small event here).
     const bool check_time =
-        timed || handled == 2 || handled == 4 || handled == 8 || (handled & 15) == 0;
+        kTimed || handled == 2 || handled == 4 || handled == 8 || (handled & 15) == 0;
     const bool over_time = check_time && std::chrono::steady_clock::now() - start >= max_time_;
     // Past the configured budget only a grown one goes on, and only while it wakes nobody: a
     // mailbox that woke others this turn (replies, acknowledgements to senders on credit) lets
@@ -591,7 +588,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
       }
       AddOwned<uint64_t>(context->budget_preemptions, 1);
       mailbox->set_cursor(cursor);
-      if (timed) [[unlikely]] {
+      if constexpr (kTimed) {
         mailbox->add_run_time_ns(NanosSince(start));
       }
       // To the back of the shared queue, behind everything that waited there. No wake-up: this
@@ -603,7 +600,7 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
     }
     // The next time check (2, 4, 8, then every 16th event), or the event budget, whichever comes
     // first; past the budget (growth) and in fair mode, after every event.
-    if (timed || handled >= base_events) {
+    if (kTimed || handled >= base_events) {
       next_check = handled + 1;
     } else {
       next_check = std::min(base_events, handled < 8 ? handled * 2 : (handled + 16) & ~15U);
@@ -613,6 +610,9 @@ void ExecutorPool::Run(WorkerContext* context, Mailbox* mailbox) {
   context->current = nullptr;
   WakeForLocal(context);
 }
+
+template void ExecutorPool::RunTimed<true>(WorkerContext* context, Mailbox* mailbox);
+template void ExecutorPool::RunTimed<false>(WorkerContext* context, Mailbox* mailbox);
 
 void ExecutorPool::SampledDispatch(WorkerContext* context, Mailbox* mailbox, Actor* actors,
                                    EventHandle* ev) {

@@ -371,7 +371,16 @@ class ExecutorPool {
   // Returns the next mailbox for `context` to run, or nullptr when there is none.
   Mailbox* Next(WorkerContext* context);
   // Runs one activation of `mailbox` within the budget.
-  void Run(WorkerContext* context, Mailbox* mailbox);
+  void Run(WorkerContext* context, Mailbox* mailbox) {
+    if (settings_.fair) [[unlikely]] {
+      RunTimed<true>(context, mailbox);
+    } else {
+      RunTimed<false>(context, mailbox);
+    }
+  }
+  // Run, with the activation timed from its first event (fair mode: kTimed) or from its second.
+  template <bool kTimed>
+  void RunTimed(WorkerContext* context, Mailbox* mailbox);
   // Dispatches `ev` as Run does, timing the handler for the pool's histogram and its actor's
   // class (ClassTable): one event in ClassTable::kSampleEvery takes this path.
   void SampledDispatch(WorkerContext* context, Mailbox* mailbox, Actor* actors, EventHandle* ev);

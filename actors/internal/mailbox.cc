@@ -185,7 +185,7 @@ Actor* Mailbox::FindActorIn(Actor* first, uint64_t local_id) {
 void Mailbox::AttachActor(Actor* actor) {
   actor->next_in_mailbox_ = actors_;
   actors_ = actor;
-  tls_actors_changed = true;
+  tls_activation_signals |= kActorsChanged;
 }
 
 void Mailbox::DetachActor(Actor* actor) {
@@ -193,7 +193,7 @@ void Mailbox::DetachActor(Actor* actor) {
     if (*link == actor) {
       *link = actor->next_in_mailbox_;
       actor->next_in_mailbox_ = nullptr;
-      tls_actors_changed = true;
+      tls_activation_signals |= kActorsChanged;
       return;
     }
   }

@@ -161,7 +161,7 @@ class alignas(64) Mailbox {
   // -- actors bound to this mailbox (reader, or the owner after TryLock) -----------------------
 
   // Returns the actor `local_id` in the list headed by `first`, as first_actor() returned it (a
-  // worker keeps it for an activation: see tls_actors_changed), or nullptr.
+  // worker keeps it for an activation: see kActorsChanged), or nullptr.
   static Actor* FindActorIn(Actor* first, uint64_t local_id);
   void AttachActor(Actor* actor);
   void DetachActor(Actor* actor);
@@ -238,13 +238,17 @@ class alignas(64) Mailbox {
   uint64_t run_time_ns_ = 0;
 };
 
-// Set by AttachActor and DetachActor on the thread that changes a mailbox's actor list (only the
-// mailbox's holder does). A worker keeps the list's head for an activation rather than reading it
-// per event from the line writers exchange on, and reads it again once this is set.
-inline thread_local bool tls_actors_changed = false;
-
-// Set by a send whose recipient's mailbox is flooded (Runtime::Deliver): the worker then ends
-// the sending activation after the handler, unless the mailbox is its own (ExecutorPool::Run).
+// What handlers tell the worker running their activation (ExecutorPool::Run), as bits of one
+// thread-local byte, so that the worker tests them all with one load after each event:
+// - kActorsChanged: AttachActor or DetachActor changed a mailbox's actor list (only the mailbox's
+//   holder does, on its thread). A worker keeps the list's head for an activation rather than
+//   reading it per event from the line writers exchange on, and reads it again then.
+// - kSentToFlooded: a send found its recipient's mailbox flooded (Runtime::Deliver), and
+//   tls_flooded_recipient names that mailbox. The worker then ends the sending activation after
+//   the handler, unless the mailbox is its own.
+enum ActivationSignal : uint8_t { kActorsChanged = 1, kSentToFlooded = 2 };
+inline thread_local uint8_t tls_activation_signals = 0;
+// Valid while tls_activation_signals has kSentToFlooded.
 inline thread_local Mailbox* tls_flooded_recipient = nullptr;
 
 static_assert(sizeof(Mailbox) == 64, "an idle mailbox of the default kind costs one cache line");

@@ -301,6 +301,7 @@ void Runtime::Deliver(EventHandlePtr ev) {
   // Read between the push's two steps, which hold the mailbox's line already.
   if (mailbox->Flooded()) [[unlikely]] {
     tls_flooded_recipient = mailbox;
+    tls_activation_signals |= kSentToFlooded;
   }
   if (mailbox->ActivateAfterPush()) {
     Activate(mailbox);

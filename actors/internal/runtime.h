@@ -90,7 +90,7 @@ class Runtime {
   void Dispatch(Mailbox* mailbox, EventHandlePtr ev, HandlerTrace* trace = nullptr) {
     Dispatch(mailbox, mailbox->first_actor(), std::move(ev), trace);
   }
-  // As Dispatch, with the mailbox's actor list as the worker read it (see tls_actors_changed in
+  // As Dispatch, with the mailbox's actor list as the worker read it (see kActorsChanged in
   // mailbox.h).
   void Dispatch(Mailbox* mailbox, Actor* actors, EventHandlePtr ev, HandlerTrace* trace);
   TimerCookie Schedule(absl::Duration delay, EventHandlePtr ev) {
