@@ -169,8 +169,8 @@ class ThreadCache {
     return SmallAllocate(ClassSize(cls));
   }
 
-  // Both lists of `cls` are full but for this block: the spill list takes it and goes to the
-  // exchange whole. No list is ever walked to cut a batch off.
+  // The allocation list of `cls` is full: the spill list takes the block, and goes to the
+  // exchange whole once it holds a batch. No list is ever walked to cut a batch off.
   void Free(void* block, size_t cls) {
     SmallFreeList& list = tls_small_lists.lists[cls];
     SmallPushFront(list.spill, block);
@@ -259,8 +259,7 @@ void SmallFreeSlow(void* block, size_t size) noexcept {
     return;
   }
   ThreadCache& cache = LocalCache();
-  if (const SmallFreeList& list = tls_small_lists.lists[ClassOf(size)];
-      list.room != 0 || list.spill_room > 1) {
+  if (tls_small_lists.lists[ClassOf(size)].room != 0) {
     SmallFree(block, size);  // the thread's first call: LocalCache has just set its lists up
     return;
   }
