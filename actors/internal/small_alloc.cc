@@ -21,12 +21,12 @@ namespace troupe::internal {
 #ifndef TROUPE_SMALL_ALLOC_BYPASS
 namespace {
 
-constexpr size_t kGranule = kSmallAllocGranule;
 constexpr size_t kClasses = kSmallAllocClasses;
 constexpr uint32_t kBatch = kSmallAllocBatch;
 
 using FreeBlock = SmallFreeBlock;
-static_assert(sizeof(FreeBlock) <= kGranule, "the smallest class holds a free block's links");
+static_assert(sizeof(FreeBlock) <= kSmallAllocMinClassSize,
+              "the smallest class holds a free block's links");
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -35,7 +35,7 @@ int64_t NowNanos() {
 }
 
 size_t ClassOf(size_t size) { return SmallAllocClassOf(size); }
-size_t ClassSize(size_t cls) { return (cls + 1) * kGranule; }
+size_t ClassSize(size_t cls) { return SmallAllocClassSize(cls); }
 
 // Batches of exactly kBatch linked blocks per class, traded between threads. What it holds beyond
 // kSmallAllocKeepBytes after a burst goes back to the heap through Trim, called by idle workers.

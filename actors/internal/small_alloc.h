@@ -4,7 +4,7 @@
 //
 // Events are allocated on the sending thread and freed on the receiving one; with glibc malloc
 // that hand-off dominated fan-in (half the worker cycles went to _int_malloc / free on chunks the
-// other core had just released). Each thread keeps two free lists per 16-byte size class: it
+// other core had just released). Each thread keeps two free lists per size class: it
 // allocates from the first, and frees into it until it holds kSmallAllocBatch blocks, then into
 // the second (the spill list), which goes whole to a global exchange once it holds
 // kSmallAllocBatch too; an empty first list takes the second, or a batch from the exchange, or
@@ -89,14 +89,28 @@ class SmallPooled {
 
 // -- implementation ---------------------------------------------------------------------------
 
+// The classes are 24, 40, 56, ... 264 bytes: 16 apart, each 8 short of a multiple of 16. A block
+// fresh from glibc's heap, a request of n bytes, takes a chunk of n + 8 bytes rounded up to 16
+// (its header's other 8 bytes are the next chunk's while this one is in use), so a class of
+// 16k + 8 bytes costs the same chunk as one of 16k: an 88-byte object takes a 96-byte chunk, not
+// the 112 of a 96-byte class.
 inline constexpr size_t kSmallAllocGranule = 16;
-inline constexpr size_t kSmallAllocClasses = kSmallAllocMaxSize / kSmallAllocGranule;
-// Blocks per list, and per batch traded through the exchange.
-inline constexpr uint32_t kSmallAllocBatch = 256;
+inline constexpr size_t kSmallAllocMinClassSize = 24;
 
 constexpr size_t SmallAllocClassOf(size_t size) {
-  return size == 0 ? 0 : (size - 1) / kSmallAllocGranule;
+  return size <= kSmallAllocMinClassSize
+             ? 0
+             : (size - kSmallAllocMinClassSize - 1) / kSmallAllocGranule + 1;
 }
+constexpr size_t SmallAllocClassSize(size_t cls) {
+  return kSmallAllocMinClassSize + cls * kSmallAllocGranule;
+}
+inline constexpr size_t kSmallAllocClasses = SmallAllocClassOf(kSmallAllocMaxSize) + 1;
+static_assert(SmallAllocClassSize(kSmallAllocClasses - 1) >= kSmallAllocMaxSize);
+static_assert(SmallAllocClassOf(SmallAllocClassSize(1)) == 1 &&
+              SmallAllocClassOf(SmallAllocClassSize(1) + 1) == 2 && SmallAllocClassOf(1) == 0);
+// Blocks per list, and per batch traded through the exchange.
+inline constexpr uint32_t kSmallAllocBatch = 256;
 
 // A free block's links.
 struct SmallFreeBlock {

@@ -20,8 +20,24 @@
 namespace troupe::internal {
 namespace {
 
-// A block the size of a handle and its event (a handle is 64 bytes, its event 16 to 32).
-constexpr size_t kBlock = 96;
+// A block the size of a handle and its event (a handle is 64 bytes, its event 16 to 32), and a
+// class's size, so that the pool's byte counts are multiples of it.
+constexpr size_t kBlock = 88;
+static_assert(SmallAllocClassSize(SmallAllocClassOf(kBlock)) == kBlock);
+
+TEST(SmallAllocTest, EverySizeTakesTheSmallestClassThatHoldsIt) {
+  for (size_t size = 1; size <= kSmallAllocMaxSize; ++size) {
+    const size_t cls = SmallAllocClassOf(size);
+    ASSERT_LT(cls, kSmallAllocClasses) << "size " << size;
+    ASSERT_GE(SmallAllocClassSize(cls), size) << "size " << size;
+    if (cls > 0) {
+      ASSERT_LT(SmallAllocClassSize(cls - 1), size) << "size " << size;
+    }
+    // Each class is 8 short of a multiple of 16: what a glibc chunk holds for its header's 8.
+    ASSERT_EQ(SmallAllocClassSize(cls) % 16, 8u) << "size " << size;
+  }
+  EXPECT_EQ(SmallAllocClassSize(0), 24u);  // a free block's two links, and an 8-byte event
+}
 
 TEST(SmallAllocTest, AnIdleTrimGivesBackWhatABurstLeftOverAndKeepsTheRest) {
   if (testutil::kUnderAsan) {
