@@ -281,8 +281,8 @@ class Actor : public internal::SmallPooled {
   StateFunc state_;
   ActorSystem* system_ = nullptr;
   ActorId self_;
+  // The mailbox is not kept: the node's table finds it by self_.hint().
   Actor* next_in_mailbox_ = nullptr;
-  internal::Mailbox* mailbox_ = nullptr;
   // Suspension and pending asks (internal/extras.h): allocated by the first Suspend or Ask, freed
   // by the destructor (owned; a raw pointer because the type is internal). The runtime's dispatch
   // only checks it for null on its fast path.

@@ -455,7 +455,6 @@ void Runtime::DispatchSlow(Mailbox* mailbox, Actor* actor, EventHandlePtr ev, Ha
 
 void Runtime::Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hint) {
   actor->system_ = system_;
-  actor->mailbox_ = mailbox;
   actor->self_ =
       ActorId(node_id_, pool, next_local_id_.fetch_add(1, std::memory_order_relaxed), hint);
   mailbox->AttachActor(actor);
@@ -523,7 +522,7 @@ ActorId Runtime::RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> ac
     TROUPE_LOG(kError, kActors) << "RegisterWithSameMailbox: null actor; nothing registered";
     return {};
   }
-  Mailbox* mailbox = owner->mailbox_;
+  Mailbox* mailbox = mailboxes_.Get(owner->self_.hint());
   Actor* raw = actor.release();
   Attach(mailbox, raw, mailbox->pool(), owner->self_.hint());
   return raw->self_;

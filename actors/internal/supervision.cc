@@ -314,7 +314,6 @@ Actor* Runtime::Restart(Mailbox* mailbox, Actor* old, HandlerTrace* trace) {
   extras->failed = false;
   Actor* raw = fresh.release();
   raw->system_ = system_;
-  raw->mailbox_ = mailbox;
   raw->self_ = old->self_;
   raw->extras_ = std::exchange(old->extras_, nullptr);
   raw->children_ = std::exchange(old->children_, nullptr);
