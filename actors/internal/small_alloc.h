@@ -90,10 +90,10 @@ class SmallPooled {
 // -- implementation ---------------------------------------------------------------------------
 
 // The classes are 24, 40, 56, ... 264 bytes: 16 apart, each 8 short of a multiple of 16. A block
-// fresh from glibc's heap, a request of n bytes, takes a chunk of n + 8 bytes rounded up to 16
-// (its header's other 8 bytes are the next chunk's while this one is in use), so a class of
-// 16k + 8 bytes costs the same chunk as one of 16k: an 88-byte object takes a 96-byte chunk, not
-// the 112 of a 96-byte class.
+// fresh from glibc's heap, a request of n bytes, takes a chunk of n + 8 bytes (its size field)
+// rounded up to 16; the next chunk's other header field lies in this one's last 8 bytes while it
+// is in use. A class of 16k + 8 bytes so costs the same chunk as one of 16k: an 88-byte object
+// takes a 96-byte chunk, not the 112 of a 96-byte class.
 inline constexpr size_t kSmallAllocGranule = 16;
 inline constexpr size_t kSmallAllocMinClassSize = 24;
 
