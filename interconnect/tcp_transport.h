@@ -69,9 +69,11 @@ struct TcpTransportOptions {
 std::unique_ptr<Transport> MakeTcpTransport(ActorSystem* system, TcpTransportOptions options = {});
 
 // Returns `count` distinct ports free on 127.0.0.1 right now, for a node table written before the
-// nodes start (local clusters, tests, benchmarks): all are bound to port 0 at once, so the kernel
-// hands out different ones, read back and released. Another process may take one before it is
-// bound again. kUnavailable names the socket error.
+// nodes start (local clusters, tests, benchmarks). They are taken below the kernel's own range
+// (ip_local_port_range), from 10000 up, where no other process's bind to port 0 or outgoing
+// connection takes one before its node binds it; each is bound to check it, all at once, then
+// released. Only when that range has no room are they bound to port 0. Another process binding
+// explicit ports may still take one. kUnavailable names the socket error.
 absl::StatusOr<std::vector<uint16_t>> FreeLoopbackPorts(size_t count);
 
 }  // namespace troupe::interconnect
