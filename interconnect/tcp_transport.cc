@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interconnect/tcp_transport.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
