@@ -31,7 +31,10 @@ set(CMAKE_CXX_EXTENSIONS OFF)
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 set(CMAKE_POSITION_INDEPENDENT_CODE ON)
 
+# ccache with paths taken relative to the source tree, so a second checkout (a clean clone for CI, a
+# git worktree) reuses what the first one compiled instead of missing on every absolute path.
 find_program(TROUPE_CCACHE ccache)
 if(TROUPE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
-  set(CMAKE_CXX_COMPILER_LAUNCHER "${TROUPE_CCACHE}")
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${CMAKE_COMMAND}" -E env "CCACHE_BASEDIR=${CMAKE_SOURCE_DIR}"
+                                  CCACHE_NOHASHDIR=1 "${TROUPE_CCACHE}")
 endif()
