@@ -203,17 +203,24 @@ TEST(MonitoringTest, MetricsOfATwoNodeClusterAreValidPrometheusTextAndMoveUnderT
     one->system().Send(ServiceId("sink", 2), testutil::MakeData(i));
   }
   ASSERT_TRUE(Eventually([&] { return received.load() == kEvents; }, absl::Seconds(30)));
-  const std::map<std::string, double> after =
-      ParseExposition(Get(one->monitoring()->url(), "/metrics").body);
+  // The receiver can have every event before the acknowledgement that times a frame has come back
+  // to node 1, so the scrape that checks the round trips waits until one has been timed.
+  const std::string rtt = R"(troupe_session_round_trip_seconds)";
+  const std::string peer_labels = R"({node="1",peer="2")";
+  const std::string round_trips_key = rtt + "_count" + peer_labels + "}";
+  std::map<std::string, double> after;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        after = ParseExposition(Get(one->monitoring()->url(), "/metrics").body);
+        return after.contains(round_trips_key) && after.at(round_trips_key) > 0;
+      },
+      absl::Seconds(30)))
+      << "no acknowledged frame was timed";
   ASSERT_TRUE(after.contains(sent_key));
   EXPECT_GE(after.at(sent_key) - first.at(sent_key), static_cast<double>(kEvents));
   // The round trips of the data frames: a histogram whose buckets only grow, ending at +Inf ==
   // _count, and a smoothed gauge.
-  const std::string rtt = R"(troupe_session_round_trip_seconds)";
-  const std::string peer_labels = R"({node="1",peer="2")";
-  ASSERT_TRUE(after.contains(rtt + "_count" + peer_labels + "}"));
-  const double round_trips = after.at(rtt + "_count" + peer_labels + "}");
-  EXPECT_GT(round_trips, 0);
+  const double round_trips = after.at(round_trips_key);
   EXPECT_EQ(after.at(rtt + "_bucket" + peer_labels + R"(,le="+Inf"})"), round_trips);
   EXPECT_GT(after.at(rtt + "_sum" + peer_labels + "}"), 0);
   std::map<double, double> buckets;  // by bound: le="+Inf" is infinity
