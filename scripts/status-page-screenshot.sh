@@ -6,8 +6,9 @@
 #
 #   scripts/status-page-screenshot.sh [BUILD_DIR [OUT_DIR]]
 #
-# Starts a two-node troupe_cluster from BUILD_DIR/examples (default build/release) under load for
-# 6 s, waits for node 1's metrics URL, has Chromium (Debian's `chromium`; as root it needs
+# Starts a two-node troupe_cluster from BUILD_DIR/examples (default build/release) under load, for
+# long enough that it outlives both Chromium runs on a loaded machine (it is stopped as soon as they
+# are done), waits for node 1's metrics URL and its session with node 2, has Chromium (Debian's `chromium`; as root it needs
 # --no-sandbox) render `/` into OUT_DIR/status.png (default BUILD_DIR/status-page) and dump its
 # DOM, then checks that the page shows node 1, its pools and a peer whose session is up, and that
 # the PNG is one. Exits 0 when all holds. Every wait is bounded; only the cluster it started is
@@ -23,7 +24,7 @@ browser=$(command -v chromium || true)
 rm -rf "$out"
 mkdir -p "$out"
 
-"$cluster" --nodes=2 --seconds=6 --window=64 --workdir="$out/cluster" >"$out/cluster.out" 2>&1 &
+"$cluster" --nodes=2 --seconds=200 --window=64 --workdir="$out/cluster" >"$out/cluster.out" 2>&1 &
 cluster_pid=$!
 cleanup() {
   if kill -0 "$cluster_pid" 2>/dev/null; then
@@ -34,7 +35,7 @@ cleanup() {
 trap cleanup EXIT
 
 port=""
-for _ in $(seq 1 100); do  # up to 10 s for the cluster to print its metrics ports
+for _ in $(seq 1 300); do  # up to 30 s for the cluster to print its metrics ports
   port=$(grep -o 'http://127.0.0.1:{[0-9]*' "$out/cluster.out" 2>/dev/null | grep -o '[0-9]*$' || true)
   [[ -n "$port" ]] && break
   sleep 0.1
@@ -46,14 +47,21 @@ page() {
   timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET / HTTP/1.0\r\n\r\n" >&3 && cat <&3' \
     _ "$port" 2>/dev/null || true
 }
-for _ in $(seq 1 100); do  # up to 10 s for node 1's session with node 2 to come up
-  page | grep -q '<td>node 2</td><td>up</td>' && break
+up=""
+for _ in $(seq 1 300); do  # up to 30 s for node 1's session with node 2 to come up
+  page | grep -q '<td>node 2</td><td>up</td>' && { up=yes; break; }
   sleep 0.1
 done
+[[ -n "$up" ]] || { echo "status-page: node 1 shows no session up with node 2 in 30 s" >&2; cat "$out/cluster.out" >&2; exit 1; }
 
 flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,800)
 timeout 60 "$browser" "${flags[@]}" --screenshot="$out/status.png" "$url" >"$out/chromium.log" 2>&1
 timeout 60 "$browser" "${flags[@]}" --dump-dom "$url" >"$out/status.html" 2>>"$out/chromium.log"
+if ! kill -0 "$cluster_pid" 2>/dev/null; then
+  echo "status-page: the cluster ended before Chromium was done; the page may be an error page" >&2
+  cat "$out/cluster.out" >&2
+  exit 1
+fi
 
 for want in 'Troupe node 1' '<h2>Pools</h2>' '<td>User</td>' '<td>node 2</td><td>up</td>' \
   '<h2>Busiest actor classes</h2>'; do
