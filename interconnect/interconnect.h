@@ -17,7 +17,11 @@
 //     a node the nameservice does not know with Undelivered{kNoRoute}, and one that would take
 //     the bytes held for its node past max_queued_bytes with Undelivered{kOverloaded} (the bound
 //     covers every queue between Send and the socket: events waiting, frames not acknowledged,
-//     the transport's copy; troupe_session_overloaded_total and _held_bytes show the pressure);
+//     the transport's copy; troupe_session_overloaded_total and _held_bytes show the pressure).
+//     An event's bytes are given back as soon as its node acknowledges it, before any event that
+//     node sent after receiving it is delivered here: a sender that sends more only as replies
+//     come back, with at most W bytes unanswered, is never refused while W (and about 140 bytes
+//     per event) fits max_queued_bytes less max_unacked_bytes;
 //   - the proxy waits for the session while it is being established, then packs events into
 //     frames (many per frame, many frames per write) with sequence numbers, acknowledgements and
 //     XXH3 checksums (interconnect/internal/wire.h);

@@ -78,7 +78,8 @@ struct PeerChannel {
   ActorId proxy;
   SessionStats stats;
   // The HeldCharge (stream.h) of every event held for the peer, from Route until it leaves the
-  // process: the router adds, the proxy gives back what its stream releases.
+  // process: the router adds, the proxy gives back what its stream releases (an acknowledgement's
+  // before it delivers the events of the frame that carried it).
   std::atomic<uint64_t> held_bytes{0};
   // `stats` in the node's registry, labelled peer (see PublishMetrics).
   std::vector<MetricsRegistry::Registration> metrics;

@@ -292,9 +292,8 @@ class Proxy final : public Actor {
     return out_->queued_events() > 0 || out_->unacked_frames() > 0 || !subscribers_.empty();
   }
 
-  // Decides from the peer's handshake whether this connection resumes the living session (both
-  // sides name each other's incarnation) or starts a new one, ending the old. Returns true to
-  // resume.
+  // Resumes the living session when both handshakes name each other's incarnation (returns
+  // true); otherwise starts a new one, ending the old.
   bool StartOrResume(const proto::Handshake& hs) {
     const bool resume = session_up() && hs.incarnation() == peer_incarnation_ &&
                         hs.peer_incarnation() == settings_.identity.incarnation;
@@ -348,7 +347,6 @@ class Proxy final : public Actor {
 
   void ProcessFrames() {
     Frame frame;
-    const NodeId self = settings_.identity.node;
     while (true) {
       absl::StatusOr<bool> got = decoder_.Next(&frame);
       if (!got.ok()) {
@@ -359,32 +357,14 @@ class Proxy final : public Actor {
         break;
       }
       last_heard_ = Now();
-      if (frame.kind == FrameKind::kData) {
-        absl::StatusOr<InboundStream::Verdict> verdict = in_.Accept(frame.sequence);
-        if (!verdict.ok()) {
-          ProtocolError(verdict.status());
-          return;
-        }
-        if (*verdict == InboundStream::Verdict::kDuplicate) {
-          Stats::Bump(stats_.duplicates_dropped);
-        } else {
-          absl::Status decoded = records_.Decode(frame, [&](EventHandlePtr ev) {
-            if (ev->recipient().node_id() != self) {
-              TROUPE_LOG(kWarn, kInterconnect)
-                  << "node " << settings_.peer << " sent " << ev->ToString()
-                  << ", not addressed to this node (" << self << "): dropped";
-              return;
-            }
-            Stats::Bump(stats_.events_received);
-            Send(std::move(ev));
-          });
-          if (!decoded.ok()) {
-            ProtocolError(decoded);
-            return;
-          }
-        }
+      // The acknowledgement first, its charge given back at once: the peer wrote the frame's
+      // events after reading what it acknowledges (a sender they answer finds its bytes free).
+      absl::Status status = out_->Acknowledge(frame.ack, last_heard_);
+      ReleaseHeld();
+      if (status.ok() && frame.kind == FrameKind::kData) {
+        status = Receive(frame);
       }
-      if (absl::Status status = out_->Acknowledge(frame.ack, last_heard_); !status.ok()) {
+      if (!status.ok()) {
         ProtocolError(status);
         return;
       }
@@ -393,6 +373,28 @@ class Proxy final : public Actor {
       LinkProgressed();
     }
     Flush();
+  }
+
+  // Delivers the events of a data frame the inbound stream has not seen; drops a duplicate.
+  absl::Status Receive(const Frame& frame) {
+    absl::StatusOr<InboundStream::Verdict> verdict = in_.Accept(frame.sequence);
+    if (!verdict.ok()) {
+      return verdict.status();
+    }
+    if (*verdict == InboundStream::Verdict::kDuplicate) {
+      Stats::Bump(stats_.duplicates_dropped);
+      return absl::OkStatus();
+    }
+    return records_.Decode(frame, [this](EventHandlePtr ev) {
+      if (const NodeId self = settings_.identity.node; ev->recipient().node_id() != self) {
+        TROUPE_LOG(kWarn, kInterconnect)
+            << "node " << settings_.peer << " sent " << ev->ToString()
+            << ", not addressed to this node (" << self << "): dropped";
+        return;
+      }
+      Stats::Bump(stats_.events_received);
+      Send(std::move(ev));
+    });
   }
 
   // Packs queued events into frames (as far as backpressure allows) and writes them, with an
@@ -484,9 +486,8 @@ class Proxy final : public Actor {
     ScheduleWakeup(settings_.heartbeat, kTick);
   }
 
-  // Ends the session: reports every event it holds as `why` (with `keep_queued`, only those
-  // sent: the queued ones wait for the next session) and tells the subscribers. Returns how many
-  // it reported.
+  // Ends the session: reports every event it holds as `why` (with `keep_queued`, only those sent;
+  // queued ones wait for the next session), tells the subscribers; returns how many it reported.
   size_t EndSession(std::string_view reason, bool keep_queued = false,
                     UndeliveredReason why = UndeliveredReason::kDisconnected) {
     size_t reported = 0;
@@ -548,8 +549,7 @@ class Proxy final : public Actor {
 
   // A connection that carried the session ended. It failed when this side closed it for a fault
   // of the peer's bytes (a cut or a peer's close is the network's doing, or the peer's, which
-  // counts its own faults). Returns true when the proxy may dial again at once (no failure
-  // streak).
+  // counts its own faults). Returns true when the proxy may dial again at once (no streak).
   bool LinkEnded(const std::string& reason, bool fault) {
     if (!fault) {
       if (link_progress_) {

@@ -17,6 +17,11 @@
 // a proxy) on the first event routed to it. The admit limit is max_queued_bytes less
 // max_unacked_bytes: the transport may hold a second copy of up to max_unacked_bytes of frames
 // the kernel has not taken yet, so everything held for a peer stays under max_queued_bytes.
+// An event's charge is given back when the peer acknowledges it, before the proxy delivers any
+// event of the frame that carried the acknowledgement (the peer wrote those after reading it). So
+// a sender that sends more only as replies come back, keeping events of at most W charged bytes
+// unanswered, finds the budget at W at most, and is never refused while W fits the admit limit:
+// 512 events of 64 KiB (about 33.6 MB charged) fit the default 48 MiB.
 //
 // Thread-safety: thread-safe; Route takes no lock (the channel is a lock-free EventQueue).
 #pragma once

@@ -161,7 +161,8 @@ class OutboundStream {
   uint64_t last_sent() const { return last_sent_; }
   // Frames the peer has acknowledged (resumes included), ever.
   uint64_t acknowledged() const { return acknowledged_; }
-  // Returns the HeldCharge of the events that left the stream since the last call.
+  // Returns the HeldCharge of the events that left the stream since the last call. The proxy
+  // takes it after every Acknowledge, before it delivers the peer's events that came with it.
   size_t TakeReleased() { return std::exchange(released_, 0); }
 
  private:

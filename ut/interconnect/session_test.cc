@@ -3,6 +3,7 @@
 // The interconnect's proxies and sessions under the deterministic runtime: real protocol code
 // (handshake, frames, resend, heartbeats, backpressure) over an in-memory network whose faults
 // the tests pull, in simulated time, replayable by seed.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "actors/session_events.h"
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/internal/stream.h"
 #include "interconnect/testing/pipe_network.h"
 #include "ut/interconnect/ic_test_util.h"
 #include "ut/interconnect/pipe_cluster.h"
@@ -233,6 +235,161 @@ TEST(SessionTest, BackpressureBoundsUnacknowledgedBytes) {
       << log.Summary();
   EXPECT_EQ(log.in_order(), kCount + kLarge);
   EXPECT_EQ(cluster.Session(1, 2).queued_events, 0u);
+}
+
+// The state of a WindowSender, shared with the test (TestRuntime: one thread).
+struct WindowState {
+  uint64_t sent = 0;
+  uint64_t acked = 0;
+  uint64_t out_of_order = 0;
+  uint64_t overloaded = 0;
+  uint64_t undelivered = 0;
+};
+
+// A sender like troupe_loadgen's: EvIcData 1..count of `payload` bytes to `target`, at most
+// `window` of them not acknowledged by the receiving application (an EvIcPong per event), a new
+// one as soon as an acknowledgement comes; tracked, so a refusal comes back as EvUndelivered.
+class WindowSender final : public Actor {
+ public:
+  WindowSender(ActorId target, uint64_t count, uint64_t window, size_t payload, WindowState* state)
+      : Actor(&WindowSender::StateWork),
+        target_(target),
+        count_(count),
+        window_(window),
+        payload_(payload),
+        state_(state) {}
+
+ private:
+  void Bootstrap() override { Fill(); }
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvIcPong, HandleAck);
+      TROUPE_HFUNC(EvUndelivered, HandleUndelivered);
+      default:
+        Unhandled(ev);
+    }
+  }
+  void Fill() {
+    while (state_->sent < count_ && state_->sent - state_->acked < window_) {
+      ++state_->sent;
+      Send(target_, testutil::MakeData(state_->sent, payload_), kTrackDelivery, state_->sent);
+    }
+  }
+  void HandleAck(EventPtr<EvIcPong> ev) {
+    state_->out_of_order += ev.Get()->record.seq() == state_->acked + 1 ? 0 : 1;
+    ++state_->acked;
+    Fill();
+  }
+  void HandleUndelivered(EventPtr<EvUndelivered> ev) {
+    ++state_->undelivered;
+    state_->overloaded += ev.Get()->reason == UndeliveredReason::kOverloaded ? 1 : 0;
+    ++state_->acked;  // resolved: the window moves on, as the load generator's does
+    Fill();
+  }
+
+  const ActorId target_;
+  const uint64_t count_;
+  const uint64_t window_;
+  const size_t payload_;
+  WindowState* const state_;
+};
+
+// Answers every EvIcData with an EvIcPong of the same sequence number: the application's ack.
+class Acker final : public Actor {
+ public:
+  Acker() : Actor(&Acker::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvIcData, HandleData);
+      default:
+        Unhandled(ev);
+    }
+  }
+  void HandleData(EventPtr<EvIcData> ev) {
+    auto ack = std::make_unique<EvIcPong>();
+    ack->record.set_seq(ev.Get()->record.seq());
+    Send(ev->sender(), std::move(ack));
+  }
+};
+
+// A sender that keeps a window of events unacknowledged at the application level, like
+// troupe_loadgen --payload=65536 --window=512 (32 MiB in flight, within the 48 MiB the router
+// admits by default), is never refused: by the time an acknowledgement reaches the sender, the
+// events it acknowledges no longer count against the peer's budget, so a refill of the window
+// finds room. The runtime runs one handler at a time, so here the sender cannot refill while the
+// proxy is still reading the batch that carried its acks; on real threads it does. The observer
+// therefore checks the bytes held for the peer at the moment each ack is handed to the sender:
+// never more than the events the sender still has outstanding (what a refill at once would find).
+TEST(SessionTest, WindowedSenderWithinTheBudgetIsNeverRefused) {
+  constexpr uint64_t kWindow = 512;
+  constexpr size_t kPayload = 64 << 10;
+  constexpr uint64_t kCount = 3 * kWindow;
+  PipeCluster cluster(2);  // default limits: max_queued_bytes 64 MiB, max_unacked_bytes 16 MiB
+  TestRuntime& rt = *cluster.runtime;
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+  // What one data event is charged (the largest sequence number encodes longest).
+  EventHandle sample(ActorId(), ActorId(), testutil::MakeData(kCount, kPayload));
+  ASSERT_TRUE(sample.Serialize().ok());
+  const uint64_t charge = HeldCharge(sample);
+  ASSERT_LE(kWindow * charge, (64u << 20) - (16u << 20)) << "the window fits the budget";
+
+  const ActorId acker = rt.Register(std::make_unique<Acker>(), 2);
+  WindowState state;
+  ActorId sender;
+  uint64_t handed = 0;        // acks handed to the sender so far
+  uint64_t worst_excess = 0;  // held bytes beyond the sender's outstanding events, at a hand-off
+  uint64_t excess_at = 0;     // the ack it was seen at
+  uint64_t peak = 0;
+  const testing::ObserverId observer = rt.AddObserver([&](NodeId node, EventHandle& ev) {
+    if (node != 1) {
+      return testing::Verdict::Pass();
+    }
+    const uint64_t held = cluster.Session(1, 2).held_bytes;
+    peak = std::max(peak, held);
+    if (ev.type() == EvIcPong::kEventType && ev.recipient() == sender) {
+      ++handed;
+      const uint64_t outstanding = (state.sent - handed) * charge;
+      if (held > outstanding && held - outstanding > worst_excess) {
+        worst_excess = held - outstanding;
+        excess_at = handed;
+      }
+    }
+    return testing::Verdict::Pass();
+  });
+  sender = rt.Register(std::make_unique<WindowSender>(acker, kCount, kWindow, kPayload, &state), 1);
+  // A socket read returns whatever the peer wrote since the last one, several writes at once
+  // when the reader is behind. Here each side reads once a millisecond: the connection is held
+  // and let go between milliseconds, so the peer's acknowledgement of the frames it read and its
+  // application's acks arrive in one batch.
+  auto stall = [&] {
+    for (const ConnectionId id : cluster.network.ConnectionIds()) {
+      cluster.network.Stall(id);
+    }
+  };
+  stall();
+  for (int round = 0; round < 10'000 && state.acked < kCount; ++round) {
+    for (const ConnectionId id : cluster.network.ConnectionIds()) {
+      cluster.network.Resume(id);  // what was written meanwhile leaves as one delivery
+    }
+    stall();
+    rt.DispatchUntil([] { return false; }, Within(absl::Milliseconds(1)));
+  }
+  ASSERT_EQ(state.acked, kCount);
+  rt.RemoveObserver(observer);
+  EXPECT_EQ(state.overloaded, 0u);
+  EXPECT_EQ(state.undelivered, 0u);
+  EXPECT_EQ(cluster.Session(1, 2).overloaded, 0u);
+  EXPECT_EQ(state.out_of_order, 0u);
+  EXPECT_EQ(worst_excess, 0u) << "ack " << excess_at
+                              << " reached the sender while the peer's budget still held "
+                              << worst_excess << " bytes (" << worst_excess / charge
+                              << " events) of what the sender had seen acknowledged";
+  EXPECT_LE(peak, kWindow * charge) << "never more than the window is held";
+  EXPECT_GE(peak, kWindow * charge / 2) << "and the window was in flight";
+  rt.AdvanceTime(absl::Milliseconds(500));
+  EXPECT_EQ(cluster.Session(1, 2).held_bytes, 0u);
 }
 
 // A peer that goes silent (bytes vanish, the connection seems up) is declared dead after the
