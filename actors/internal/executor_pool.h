@@ -16,7 +16,8 @@
 //     local-queue overflow.
 // A worker takes, in order: its slot (at most kMaxRunNextStreak times in a row while other work
 // waits), every kSharedCheckInterval-th turn the shared queue, its local queue, the shared queue,
-// then half of another worker's local queue; then it spins for `spin_time` and parks.
+// then half of another worker's local queue, then another worker's slot held past the bound; then
+// it spins for `spin_time` and parks.
 //
 // Budgets: one activation handles at most `max_events` events and runs at most `max_time`; then
 // the mailbox goes to the back of the shared queue, behind every mailbox that waited there. The
@@ -72,10 +73,13 @@
 //                                          handlers run)
 // The watcher role (watcher_) belongs to at most one parked worker, taken when it parks while
 // another worker is busy (idle_since_ns == 0), kept while one is, and given up when none is or when
-// it wakes to run something (it looks again when it next idles). Giving up is a Dekker handshake
-// with a worker that becomes busy: the watcher stores watcher_ = false (seq_cst), fences and looks
-// at the busy flags again; the worker clears idle_since_ns and fences when it leaves Idle, so that
-// its later look at watcher_ in Schedule sees the false or the watcher sees it busy. A pool whose
+// it wakes to run something, a held slot included (it looks again when it next idles). A worker
+// that becomes busy clears idle_since_ns and fences (seq_cst) when it leaves Idle, before any look
+// at watcher_ and sleepers_ in Schedule (WatchRunNext, relaxed loads). Against a parking worker
+// that is Dekker with its seq_cst sleeper registration: either the parker sees it busy (and takes
+// the role or leaves it to the watcher there is), or the busy worker sees the sleeper. Against a
+// watcher giving up: it stores watcher_ = false (seq_cst), fences and looks at the busy flags
+// again, so either it sees the worker busy and stays, or the worker sees no watcher. A pool whose
 // other workers all park without a watcher thus pays one wake-up when a handler first fills its
 // slot, and a pool kept busy pays one timed wake-up of the watcher per kWatchPeriodNs.
 //
