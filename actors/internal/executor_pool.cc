@@ -65,6 +65,11 @@ ExecutorPool::ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settin
 ExecutorPool::~ExecutorPool() { Stop(); }
 
 void ExecutorPool::Start() {
+  // A single worker has nobody to steal its slot: a permanent "watcher" spares its Schedule the
+  // look at sleepers_ (WatchRunNext). Before the threads start, which publishes it.
+  if (settings_.threads < 2) {
+    watcher_.store(true, std::memory_order_relaxed);
+  }
   contexts_.reserve(settings_.threads);
   threads_.reserve(settings_.threads);
   const int64_t now = SteadyNanos();

@@ -528,7 +528,8 @@ class ExecutorPool {
   // comment).
   std::atomic<int64_t> queued_{0};
   std::atomic<int32_t> sleepers_{0};
-  // True while a parked worker watches the run-next slots with timed waits (file comment).
+  // True while a parked worker watches the run-next slots with timed waits (file comment); always
+  // in a pool of one worker, where nobody could steal.
   std::atomic<bool> watcher_{false};
   std::counting_semaphore<> wake_{0};
   std::atomic<bool> stopping_{false};
