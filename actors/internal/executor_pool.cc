@@ -65,9 +65,11 @@ ExecutorPool::ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settin
 ExecutorPool::~ExecutorPool() { Stop(); }
 
 void ExecutorPool::Start() {
-  // A single worker has nobody to steal its slot: a permanent "watcher" spares its Schedule the
-  // look at sleepers_ (WatchRunNext). Before the threads start, which publishes it.
-  if (settings_.threads < 2) {
+  // A single worker has nobody to steal its slot, and without the asymmetric barrier nobody may:
+  // a permanent "watcher" spares Schedule the look at sleepers_ (WatchRunNext). Before the
+  // threads start, which publishes both.
+  if (settings_.threads < 2 || !RegisterAsymmetricBarrier()) {
+    steal_run_next_.store(false, std::memory_order_relaxed);
     watcher_.store(true, std::memory_order_relaxed);
   }
   contexts_.reserve(settings_.threads);
@@ -271,12 +273,16 @@ int64_t ExecutorPool::LiveMailboxesInCaches() const {
 
 Mailbox* ExecutorPool::Next(WorkerContext* context) {
   ++context->tick;
-  // Exchange, not a plain load and store: a thief may take the slot at any time (only when we
-  // have been inside one handler for kRunNextHoldNs, but its look may be late); whoever empties
-  // it runs the mailbox. Relaxed: only this worker stores non-null values.
-  if (context->run_next.load(std::memory_order_relaxed) != nullptr) {
-    if (Mailbox* mailbox = context->run_next.exchange(nullptr, std::memory_order_relaxed);
-        mailbox != nullptr) {
+  if (Mailbox* mailbox = context->run_next.load(std::memory_order_relaxed); mailbox != nullptr) {
+    // The owner's side of the run-next handshake (executor_pool.h): our trace's End store came
+    // before; a thief's membarrier, not a fence here, orders it before this load of `stealing`.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (context->stealing.load(std::memory_order_relaxed)) [[unlikely]] {
+      mailbox = TakeRunNextContended(context);
+    } else {
+      context->run_next.store(nullptr, std::memory_order_relaxed);
+    }
+    if (mailbox != nullptr) {
       if (context->streak < kMaxRunNextStreak ||
           (queued_.load(std::memory_order_relaxed) <= 0 && context->local.Size() == 0)) {
         ++context->streak;

@@ -49,19 +49,34 @@
 // drawn at random, so ready mailboxes run in an order no code should depend on.
 //
 // Run-next stealing. The slot is an atomic pointer: only its owner makes it non-null (a plain
-// release store into an empty slot, an exchange when displacing), and whoever turns it back to null
-// (the owner's exchange in Next, a thief's compare-exchange) runs the mailbox, so each mailbox runs
-// once. The hold is measured without a clock read on the owner's side: a thief remembers, per
-// victim, the victim's HandlerTrace sequence (bumped at every handler's start and end) and when it
-// first saw that value (RunNextLook); the slot is stealable once the sequence has stayed the same
-// for kRunNextHoldNs, i.e. the owner has been inside one handler (or, rarely, between two, e.g.
-// preempted by the OS) that long. The mailbox may have entered the slot less than that ago; what
-// counts is that its owner cannot reach it soon. Memory orders:
+// release store into an empty slot, an exchange when displacing), and only a thief or the owner's
+// Next empties it; each mailbox runs once. The hold is measured without a clock read on the
+// owner's side: a thief remembers, per victim, the victim's HandlerTrace sequence (bumped at every
+// handler's start and end, odd inside one) and when it first saw that value (RunNextLook); the slot
+// is stealable once the sequence has stayed the same odd value for kRunNextHoldNs, i.e. the owner
+// has been inside one handler that long. The mailbox may have entered the slot less than that ago;
+// what counts is that its owner cannot reach it soon.
+// The owner's take in Next is a plain load and store, with no fence or locked instruction (one per
+// hop would cost a ring of actors a quarter of its hop rate: it waits for the hop's cache-missing
+// stores). Thieves pay instead, with an asymmetric Dekker handshake (AsymmetricHeavyBarrier, the
+// membarrier system call, acts as a full fence on every thread of the process):
+//   owner, leaving a handler            thief
+//   store trace.sequence (End)          stealing = true (CAS, seq_cst; one thief at a time)
+//   compiler-only fence                 membarrier
+//   load stealing; if false: take       load trace.sequence; if still the odd value: CAS the slot
+//   if true: wait until false, then     stealing = false (release)
+//   take what is left (exchange)
+// Either the thief sees the sequence move (the owner may be taking: it gives up) or the owner sees
+// `stealing` (and waits for the thief's verdict). While the owner is still inside the handler its
+// own Schedule may fill or displace concurrently: those are atomic (store into an empty slot,
+// exchange), so the thief's CAS and the owner's exchange decide. Without membarrier (an old
+// kernel, a sandbox) nothing is stolen. Memory orders:
 //   owner fills an empty slot   store(release)     a thief's acquire CAS sees the mailbox's state
 //   owner displaces             exchange(release)  as above; the displaced one goes to the ring
-//   owner takes (Next)          exchange(relaxed)  only the owner writes non-null values
+//   owner takes (Next)          load/store(relaxed) only it writes non-null; the handshake orders
 //   thief takes                 CAS(acquire)       pairs with the owner's release
-//   thief reads the sequence    load(relaxed)      a stale value only delays or hastens a steal
+//   thief reads the sequence    load(relaxed)      after membarrier (above); earlier looks only
+//                                                  time the hold
 // Who looks at the slots after the bound:
 //   state of the other workers             who looks
 //   one spins in Idle                      it, on every turn of its spin (HeldRunNext)
@@ -320,6 +335,8 @@ struct WorkerContext {
   // The run-next slot (file comment of executor_pool.h: the owner fills it, the owner or a thief
   // empties it). On its own line: thieves read it while the owner writes its other fields.
   alignas(64) std::atomic<Mailbox*> run_next{nullptr};
+  // Set by the one thief in the handshake over run_next (file comment).
+  std::atomic<bool> stealing{false};
   LocalRunQueue local;
   HandlerTrace trace;
   // Counters are written by the owning worker only; atomics so readers on other threads are safe.
@@ -354,6 +371,13 @@ void Parked(WorkerContext* context, Block&& block) {
   context->parked_since_ns.store(0, std::memory_order_relaxed);
   AddOwned<int64_t>(context->parked_ns, SteadyNanos() - park_start);
 }
+
+// The heavy side of an asymmetric fence (run-next stealing, ExecutorPool's file comment):
+// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full fence on every running thread of the
+// process; the light side is a compiler-only fence. Register once (false: the kernel does not
+// offer it, and nothing may rely on it); the barrier returns false when the call fails.
+bool RegisterAsymmetricBarrier();
+bool AsymmetricHeavyBarrier();
 
 // Returns the context of the worker running on the calling thread, or nullptr.
 WorkerContext* CurrentWorker();
@@ -463,6 +487,11 @@ class ExecutorPool {
   Mailbox* Dequeue();
   // Takes half of another worker's local queue, or else a run-next slot held past the bound.
   Mailbox* Steal(WorkerContext* context);
+  // The thief's side of the run-next handshake: the mailbox in `victim`'s slot if its trace is
+  // still `sequence` after the heavy barrier, else nullptr.
+  Mailbox* StealRunNext(WorkerContext* victim, uint64_t sequence);
+  // The owner's side when a thief is in the handshake: waits for its verdict, takes what is left.
+  static Mailbox* TakeRunNextContended(WorkerContext* context);
   // Looks at the other workers' handler traces at `now` (recording what changed) and returns one
   // whose run-next slot is full and whose trace has not moved for kRunNextHoldNs, or nullptr.
   WorkerContext* HeldRunNext(WorkerContext* context, int64_t now);
@@ -529,8 +558,10 @@ class ExecutorPool {
   std::atomic<int64_t> queued_{0};
   std::atomic<int32_t> sleepers_{0};
   // True while a parked worker watches the run-next slots with timed waits (file comment); always
-  // in a pool of one worker, where nobody could steal.
+  // where nobody may steal (steal_run_next_ false).
   std::atomic<bool> watcher_{false};
+  // Run-next slots may be stolen: more than one worker, and the asymmetric barrier works.
+  std::atomic<bool> steal_run_next_{true};
   std::counting_semaphore<> wake_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> stuck_reports_{0};

@@ -2,6 +2,10 @@
 //
 // ExecutorPool's idle side: stealing (local queues and run-next slots), wake-ups, spinning and
 // parking. The protocols are in executor_pool.h's file comment.
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,6 +18,22 @@
 #include "actors/internal/small_alloc.h"
 
 namespace troupe::internal {
+namespace {
+
+int Membarrier(int command) {
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-vararg): the system call has no libc wrapper.
+  return static_cast<int>(::syscall(__NR_membarrier, command, 0, 0));
+}
+
+}  // namespace
+
+bool RegisterAsymmetricBarrier() {
+  // Once per process; the kernel keeps the registration for every thread, later ones included.
+  static const bool registered = Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  return registered;
+}
+
+bool AsymmetricHeavyBarrier() { return Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0; }
 
 Mailbox* ExecutorPool::Steal(WorkerContext* context) {
   const auto workers = static_cast<uint32_t>(contexts_.size());
@@ -41,18 +61,53 @@ Mailbox* ExecutorPool::Steal(WorkerContext* context) {
   if (victim == nullptr) {
     return nullptr;
   }
-  Mailbox* mailbox = victim->run_next.load(std::memory_order_relaxed);
-  // acquire: pairs with the owner's release store (or exchange) of the mailbox into the slot.
-  if (mailbox == nullptr ||
-      !victim->run_next.compare_exchange_strong(mailbox, nullptr, std::memory_order_acquire,
-                                                std::memory_order_relaxed)) {
-    return nullptr;  // the owner (or another thief) took it first
+  Mailbox* mailbox = StealRunNext(victim, context->run_next_looks[victim->index].sequence);
+  if (mailbox != nullptr) {
+    AddOwned<uint64_t>(context->steals, 1);
   }
-  AddOwned<uint64_t>(context->steals, 1);
   return mailbox;
 }
 
+Mailbox* ExecutorPool::StealRunNext(WorkerContext* victim, uint64_t sequence) {
+  bool idle = false;
+  // seq_cst: the store the owner's load of `stealing` must see (executor_pool.h's handshake).
+  if (!victim->stealing.compare_exchange_strong(idle, true, std::memory_order_seq_cst)) {
+    return nullptr;  // another thief is at it
+  }
+  Mailbox* mailbox = nullptr;
+  // After the barrier, either we see the owner's End (the sequence moved: it may be taking the
+  // slot) or the owner will see `stealing` when it gets to its slot.
+  if (!AsymmetricHeavyBarrier()) {
+    // Refused (a sandbox changed its mind?): stop looking at slots rather than spin on them.
+    steal_run_next_.store(false, std::memory_order_relaxed);
+    watcher_.store(true, std::memory_order_relaxed);
+  } else if (victim->trace.sequence.load(std::memory_order_relaxed) == sequence) {
+    mailbox = victim->run_next.load(std::memory_order_relaxed);
+    // acquire: pairs with the owner's release store (or exchange) of the mailbox into the slot.
+    // The owner's Schedule may displace it meanwhile (its exchange then gets null or ours fails).
+    if (mailbox != nullptr &&
+        !victim->run_next.compare_exchange_strong(mailbox, nullptr, std::memory_order_acquire,
+                                                  std::memory_order_relaxed)) {
+      mailbox = nullptr;
+    }
+  }
+  // release: the owner waiting in TakeRunNextContended sees our verdict on the slot.
+  victim->stealing.store(false, std::memory_order_release);
+  return mailbox;
+}
+
+Mailbox* ExecutorPool::TakeRunNextContended(WorkerContext* context) {
+  // acquire: pairs with the thief's release, so the slot below is as the thief left it.
+  while (context->stealing.load(std::memory_order_acquire)) {
+    std::this_thread::yield();
+  }
+  return context->run_next.exchange(nullptr, std::memory_order_relaxed);
+}
+
 WorkerContext* ExecutorPool::HeldRunNext(WorkerContext* context, int64_t now) {
+  if (!steal_run_next_.load(std::memory_order_relaxed)) {
+    return nullptr;
+  }
   for (const auto& other : contexts_) {
     WorkerContext* victim = other.get();
     if (victim == context) {
@@ -65,7 +120,8 @@ WorkerContext* ExecutorPool::HeldRunNext(WorkerContext* context, int64_t now) {
       look = {sequence, now};
       continue;
     }
-    if (now - look.since_ns >= kRunNextHoldNs &&
+    // Odd: inside a handler (between two, the owner may be taking the slot at any moment).
+    if ((sequence & 1) != 0 && now - look.since_ns >= kRunNextHoldNs &&
         victim->run_next.load(std::memory_order_relaxed) != nullptr) {
       return victim;
     }
@@ -83,6 +139,9 @@ bool ExecutorPool::AnyOtherBusy(const WorkerContext* context) const {
 }
 
 bool ExecutorPool::KeepWatch(const WorkerContext* context, bool watching) {
+  if (!steal_run_next_.load(std::memory_order_relaxed)) {
+    return false;
+  }
   // Our caller's seq_cst sleeper registration orders these loads after it (and after a busy
   // worker's Idle-exit fence, or that worker sees us in sleepers_).
   if (AnyOtherBusy(context)) {
