@@ -56,10 +56,11 @@
 // is stealable once the sequence has stayed the same odd value for kRunNextHoldNs, i.e. the owner
 // has been inside one handler that long. The mailbox may have entered the slot less than that ago;
 // what counts is that its owner cannot reach it soon.
-// The owner's take in Next is a plain load and store, with no fence or locked instruction (one per
-// hop would cost a ring of actors a quarter of its hop rate: it waits for the hop's cache-missing
-// stores). Thieves pay instead, with an asymmetric Dekker handshake (AsymmetricHeavyBarrier, the
-// membarrier system call, acts as a full fence on every thread of the process):
+// The owner's take in Next is a plain load and store, with no fence or locked instruction (an
+// exchange per hop, which waits for the hop's cache-missing stores, measured 0.72 of the hop rate
+// on a one-token ring in one A/B; bench/README.md). Thieves pay instead, with an asymmetric Dekker
+// handshake (AsymmetricHeavyBarrier, the membarrier system call, acts as a full fence on every
+// thread of the process):
 //   owner, leaving a handler            thief
 //   store trace.sequence (End)          stealing = true (CAS, seq_cst; one thief at a time)
 //   compiler-only fence                 membarrier
