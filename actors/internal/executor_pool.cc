@@ -25,21 +25,13 @@ namespace {
 // True once the running activation has woken another mailbox (into this worker's run-next slot or
 // local queue): a reply or an acknowledgement that should run soon.
 bool WokeOthers(const WorkerContext& context) {
-  return context.run_next != nullptr || context.pushed_local;
+  return context.run_next.load(std::memory_order_relaxed) != nullptr || context.pushed_local;
 }
 
 thread_local WorkerContext* tls_worker = nullptr;
 
 // Linux's highest niceness.
 constexpr int kMaxNice = 19;
-
-// xorshift64: plenty for picking places, victims and budgets; `state` must not be zero.
-inline uint64_t NextRandom(uint64_t& state) {
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return state;
-}
 
 inline uint64_t NonZeroSeed(uint64_t seed) { return seed == 0 ? 0x9e3779b97f4a7c15ULL : seed; }
 
@@ -73,6 +65,13 @@ ExecutorPool::ExecutorPool(Runtime* runtime, uint32_t index, PoolSettings settin
 ExecutorPool::~ExecutorPool() { Stop(); }
 
 void ExecutorPool::Start() {
+  // A single worker has nobody to steal its slot, and without the asymmetric barrier nobody may:
+  // a permanent "watcher" spares Schedule the look at sleepers_ (WatchRunNext). Before the
+  // threads start, which publishes both.
+  if (settings_.threads < 2 || !RegisterAsymmetricBarrier()) {
+    steal_run_next_.store(false, std::memory_order_relaxed);
+    watcher_.store(true, std::memory_order_relaxed);
+  }
   contexts_.reserve(settings_.threads);
   threads_.reserve(settings_.threads);
   const int64_t now = SteadyNanos();
@@ -83,6 +82,7 @@ void ExecutorPool::Start() {
     context->runtime = runtime_;
     context->index = i;
     context->random_state = NonZeroSeed(settings_.shuffle_seed + i + 1);
+    context->run_next_looks.resize(settings_.threads);
     context->start_ns = now;
     PublishWorkerMetrics(context);
   }
@@ -116,10 +116,20 @@ void ExecutorPool::Schedule(Mailbox* mailbox) {
   if (context != nullptr && context->pool == this &&
       (context->current != nullptr || context->polling) &&
       !stopping_.load(std::memory_order_relaxed)) {
-    Mailbox* displaced = context->run_next;
-    context->run_next = mailbox;
-    if (displaced != nullptr) {
+    // Only this worker makes the slot non-null, so an empty one stays empty until our store (a
+    // thief only empties a full one). release: a thief whose CAS takes the mailbox sees it as the
+    // handler left it (executor_pool.h, run-next stealing).
+    if (context->run_next.load(std::memory_order_relaxed) == nullptr) {
+      context->run_next.store(mailbox, std::memory_order_release);
+      WatchRunNext();
+      return;
+    }
+    // Full: a thief may empty it meanwhile, so exchange (release, as above).
+    if (Mailbox* displaced = context->run_next.exchange(mailbox, std::memory_order_release);
+        displaced != nullptr) {
       PushLocal(context, displaced);
+    } else {
+      WatchRunNext();
     }
     return;
   }
@@ -244,42 +254,6 @@ Mailbox* ExecutorPool::Dequeue() {
   return mailbox;
 }
 
-Mailbox* ExecutorPool::Steal(WorkerContext* context) {
-  const auto workers = static_cast<uint32_t>(contexts_.size());
-  if (workers < 2) {
-    return nullptr;
-  }
-  const auto start = static_cast<uint32_t>(NextRandom(context->random_state) % workers);
-  for (uint32_t i = 0; i < workers; ++i) {
-    WorkerContext* victim = contexts_[(start + i) % workers].get();
-    if (victim == context) {
-      continue;
-    }
-    const uint32_t n = victim->local.StealHalfInto(&context->local);
-    if (n == 0) {
-      continue;
-    }
-    AddOwned<uint64_t>(context->steals, n);
-    if (n > 1 && sleepers_.load(std::memory_order_relaxed) > 0) {
-      WakeOne();  // more than we can run at once: let the next idle worker steal from us
-    }
-    return context->local.Pop();
-  }
-  return nullptr;
-}
-
-bool ExecutorPool::HasWork(const WorkerContext* context) const {
-  if (queued_.load(std::memory_order_seq_cst) > 0) {
-    return true;
-  }
-  for (const auto& other : contexts_) {
-    if (other.get() != context && other->local.Size() > 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
 int64_t ExecutorPool::QueueLength() const {
   int64_t length = queued_.load(std::memory_order_relaxed);
   for (const auto& context : contexts_) {
@@ -297,49 +271,28 @@ int64_t ExecutorPool::LiveMailboxesInCaches() const {
   return live;
 }
 
-bool ExecutorPool::TryCancelSleep() {
-  int32_t sleepers = sleepers_.load(std::memory_order_seq_cst);
-  while (sleepers > 0) {
-    if (sleepers_.compare_exchange_weak(sleepers, sleepers - 1, std::memory_order_seq_cst)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-void ExecutorPool::WakeOne() {
-  // Each successful decrement owes exactly one semaphore token to a parked (or parking) worker.
-  if (sleepers_.load(std::memory_order_seq_cst) > 0 && TryCancelSleep()) {
-    wake_.release();
-    return;
-  }
-  // No sleeper on the semaphore: a worker may be waiting in the poller.
-  if (poller_waiting_.load(std::memory_order_seq_cst)) {
-    InterruptPoller();
-  }
-}
-
-void ExecutorPool::Kick(uint32_t worker) {
-  if (worker < contexts_.size() && contexts_[worker]->local.Size() > 0) {
-    WakeOne();
-  }
-}
-
 Mailbox* ExecutorPool::Next(WorkerContext* context) {
   ++context->tick;
-  if (context->run_next != nullptr) {
-    if (context->streak < kMaxRunNextStreak ||
-        (queued_.load(std::memory_order_relaxed) <= 0 && context->local.Size() == 0)) {
-      Mailbox* mailbox = context->run_next;
-      context->run_next = nullptr;
-      ++context->streak;
-      return mailbox;
+  if (Mailbox* mailbox = context->run_next.load(std::memory_order_relaxed); mailbox != nullptr) {
+    // The owner's side of the run-next handshake (executor_pool.h): our trace's End store came
+    // before; a thief's membarrier, not a fence here, orders it before this load of `stealing`.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (context->stealing.load(std::memory_order_relaxed)) [[unlikely]] {
+      mailbox = TakeRunNextContended(context);
+    } else {
+      context->run_next.store(nullptr, std::memory_order_relaxed);
     }
-    // The streak ran out while other work waits: the slot's occupant queues behind it, and the
-    // shared queue goes first (the local queue may hold nothing but that occupant).
-    PushLocal(context, context->run_next);
-    context->run_next = nullptr;
-    context->tick = 0;
+    if (mailbox != nullptr) {
+      if (context->streak < kMaxRunNextStreak ||
+          (queued_.load(std::memory_order_relaxed) <= 0 && context->local.Size() == 0)) {
+        ++context->streak;
+        return mailbox;
+      }
+      // The streak ran out while other work waits: the slot's occupant queues behind it, and the
+      // shared queue goes first (the local queue may hold nothing but that occupant).
+      PushLocal(context, mailbox);
+      context->tick = 0;
+    }
   }
   context->streak = 0;
   Mailbox* mailbox = nullptr;
@@ -364,66 +317,6 @@ Mailbox* ExecutorPool::Next(WorkerContext* context) {
     return mailbox;
   }
   return Steal(context);
-}
-
-void ExecutorPool::Idle(WorkerContext* context) {
-  const int64_t idle_start = SteadyNanos();
-  context->idle_since_ns.store(idle_start, std::memory_order_relaxed);
-  const int64_t spin_until = idle_start + spin_ns_;
-  bool found = false;
-  int64_t now = idle_start;
-  while (now < spin_until) {
-    if (HasWork(context) || stopping_.load(std::memory_order_relaxed)) {
-      found = true;
-      break;
-    }
-    if (poller_.load(std::memory_order_relaxed) != nullptr && PollIo(context)) {
-      found = true;
-      break;
-    }
-    // Yield rather than pause: on a machine with fewer cores than busy threads (two vCPUs,
-    // several pools, two nodes), a spinning worker must not hold a core that a thread with work
-    // is waiting for (measured: a remote round trip through the IC pools took 270 µs with pause
-    // and 45 µs with yield, bench/README.md). With a core to spare, yield returns at once.
-    std::this_thread::yield();
-    now = SteadyNanos();
-  }
-  // What a burst left in the event pool goes back to the system while there is nothing to run.
-  while (!found && SmallAllocTrimStep()) {
-    found = HasWork(context) || stopping_.load(std::memory_order_relaxed);
-  }
-  if (!found) {
-    // A pool with an I/O poller parks one worker in it (when none is there yet) rather than on
-    // the semaphore.
-    if (!ParkInPoller(context)) {
-      SemaphorePark(context);
-    }
-    now = SteadyNanos();
-  }
-  context->idle_since_ns.store(0, std::memory_order_relaxed);
-  AddOwned<int64_t>(context->idle_ns, now - idle_start);
-}
-
-void ExecutorPool::SemaphorePark(WorkerContext* context) {
-  sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  if ((HasWork(context) || stopping_.load(std::memory_order_seq_cst)) && TryCancelSleep()) {
-    return;  // work arrived while we registered: run it instead of parking
-  }
-  // Either nothing is there, or a producer already took our sleeper slot and owes us a token:
-  // consume it. With event-pool memory to give back, wake up when that is due (Idle trims) if
-  // nothing else wakes us first.
-  const int64_t trim_in_ns = SmallAllocTrimDelayNanos();
-  Parked(context, [this, trim_in_ns] {
-    if (trim_in_ns >= 0) {
-      const std::chrono::nanoseconds wait(
-          std::max<int64_t>(trim_in_ns, absl::ToInt64Nanoseconds(absl::Milliseconds(1))));
-      if (wake_.try_acquire_for(wait) || TryCancelSleep()) {
-        return;  // woken, or timed out with our sleeper slot given up: back to Idle, which trims
-      }
-      // A waker took our sleeper slot after the timeout: its token is on the way.
-    }
-    wake_.acquire();
-  });
 }
 
 void ExecutorPool::LowerThreadPriority(uint32_t nice) const {

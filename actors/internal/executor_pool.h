@@ -5,9 +5,9 @@
 // Where a ready mailbox waits (normal mode):
 //   - run-next slot, one per worker: a mailbox that a worker's handler activates goes to that
 //     worker's slot and runs right after the current activation, on the same thread (a ping-pong
-//     pair, a token ring or a fan-in's acknowledgements stay on one core, with no wake-up). The
-//     slot is the worker's own: it waits at most one activation budget and is never stolen (a
-//     handler that blocks holds it up, as the stuck-handler report says).
+//     pair, a token ring or a fan-in's acknowledgements stay on one core, with no wake-up). An idle
+//     worker takes it only once the owner has been inside one handler for kRunNextHoldNs (see
+//     "Run-next stealing" below), so a handler that blocks or runs long does not hold it up.
 //   - local queue, one per worker: a bounded ring (LocalRunQueue) that its owner pushes to and
 //     pops from (FIFO) and that other workers steal half of. A mailbox displaced from the slot by
 //     a newer activation goes there (a fan-out spreads); when the ring is full, half of it moves
@@ -16,7 +16,8 @@
 //     local-queue overflow.
 // A worker takes, in order: its slot (at most kMaxRunNextStreak times in a row while other work
 // waits), every kSharedCheckInterval-th turn the shared queue, its local queue, the shared queue,
-// then half of another worker's local queue; then it spins for `spin_time` and parks.
+// then half of another worker's local queue, then another worker's slot held past the bound; then
+// it spins for `spin_time` and parks.
 //
 // Budgets: one activation handles at most `max_events` events and runs at most `max_time`; then
 // the mailbox goes to the back of the shared queue, behind every mailbox that waited there. The
@@ -46,6 +47,57 @@
 // Shuffle (a debug aid, see proto ShuffleConfig): every activation goes through the shared queue
 // at a random place among its first kShuffleWindow entries, and each activation's event budget is
 // drawn at random, so ready mailboxes run in an order no code should depend on.
+//
+// Run-next stealing. The slot is an atomic pointer: only its owner makes it non-null (a plain
+// release store into an empty slot, an exchange when displacing), and only a thief or the owner's
+// Next empties it; each mailbox runs once. The hold is measured without a clock read on the
+// owner's side: a thief remembers, per victim, the victim's HandlerTrace sequence (bumped at every
+// handler's start and end, odd inside one) and when it first saw that value (RunNextLook); the slot
+// is stealable once the sequence has stayed the same odd value for kRunNextHoldNs, i.e. the owner
+// has been inside one handler that long. The mailbox may have entered the slot less than that ago;
+// what counts is that its owner cannot reach it soon.
+// The owner's take in Next is a plain load and store, with no fence or locked instruction (an
+// exchange per hop, which waits for the hop's cache-missing stores, measured 0.72 of the hop rate
+// on a one-token ring in one A/B; bench/README.md). Thieves pay instead, with an asymmetric Dekker
+// handshake (AsymmetricHeavyBarrier, the membarrier system call, acts as a full fence on every
+// thread of the process):
+//   owner, leaving a handler            thief
+//   store trace.sequence (End)          stealing = true (CAS, seq_cst; one thief at a time)
+//   compiler-only fence                 membarrier
+//   load stealing; if false: take       load trace.sequence; if still the odd value: CAS the slot
+//   if true: wait until false, then     stealing = false (release)
+//   take what is left (exchange)
+// Either the thief sees the sequence move (the owner may be taking: it gives up) or the owner sees
+// `stealing` (and waits for the thief's verdict). While the owner is still inside the handler its
+// own Schedule may fill or displace concurrently: those are atomic (store into an empty slot,
+// exchange), so the thief's CAS and the owner's exchange decide. Without membarrier (an old
+// kernel, a sandbox) nothing is stolen. Memory orders:
+//   owner fills an empty slot   store(release)     a thief's acquire CAS sees the mailbox's state
+//   owner displaces             exchange(release)  as above; the displaced one goes to the ring
+//   owner takes (Next)          load/store(relaxed) only it writes non-null; the handshake orders
+//   thief takes                 CAS(acquire)       pairs with the owner's release
+//   thief reads the sequence    load(relaxed)      after membarrier (above); earlier looks only
+//                                                  time the hold
+// Who looks at the slots after the bound:
+//   state of the other workers             who looks
+//   one spins in Idle                      it, on every turn of its spin (HeldRunNext)
+//   one is parked as the watcher           it, every kWatchPeriodNs (a timed semaphore wait)
+//   all parked without a timeout           the owner, when it fills an empty slot and sees no
+//                                          watcher but a sleeper, wakes one (WakeOne); the woken
+//                                          one spins, steals after the bound or becomes the watcher
+//   one waits in the IoPoller              nobody but the watchdog's Kick (every 1-10 ms while
+//                                          handlers run)
+// The watcher role (watcher_) belongs to at most one parked worker, taken when it parks while
+// another worker is busy (idle_since_ns == 0), kept while one is, and given up when none is or when
+// it wakes to run something, a held slot included (it looks again when it next idles). A worker
+// that becomes busy clears idle_since_ns and fences (seq_cst) when it leaves Idle, before any look
+// at watcher_ and sleepers_ in Schedule (WatchRunNext, relaxed loads). Against a parking worker
+// that is Dekker with its seq_cst sleeper registration: either the parker sees it busy (and takes
+// the role or leaves it to the watcher there is), or the busy worker sees the sleeper. Against a
+// watcher giving up: it stores watcher_ = false (seq_cst), fences and looks at the busy flags
+// again, so either it sees the worker busy and stays, or the worker sees no watcher. A pool whose
+// other workers all park without a watcher thus pays one wake-up when a handler first fills its
+// slot, and a pool kept busy pays one timed wake-up of the watcher per kWatchPeriodNs.
 //
 // Parking: a worker publishes itself as a sleeper (seq_cst) before re-checking the shared queue
 // and every local queue; a producer publishes work (a seq_cst operation or fence) before reading
@@ -113,6 +165,14 @@ inline int64_t SteadyNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// xorshift64: plenty for picking places, victims and budgets; `state` must not be zero.
+inline uint64_t NextRandom(uint64_t& state) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return state;
 }
 
 // Returns the CPU time of the thread whose clock is `clock` (CLOCK_THREAD_CPUTIME_ID, or one from
@@ -253,7 +313,6 @@ struct WorkerContext {
   // Freed mailbox hints this worker reuses first (see MailboxTable).
   MailboxTable::HintCache hints;
   uint32_t index = 0;
-  Mailbox* run_next = nullptr;
   Mailbox* current = nullptr;
   // Set when this activation pushed to the local queue: the activation's end wakes a sleeper.
   bool pushed_local = false;
@@ -267,6 +326,18 @@ struct WorkerContext {
   uint64_t tick = 0;
   // Steal victims and shuffle budgets (xorshift64, never zero).
   uint64_t random_state = 1;
+  // What this worker saw of each other worker's handler trace (HeldRunNext), indexed by worker;
+  // owner only.
+  struct RunNextLook {
+    uint64_t sequence = ~uint64_t{0};
+    int64_t since_ns = 0;
+  };
+  std::vector<RunNextLook> run_next_looks;
+  // The run-next slot (file comment of executor_pool.h: the owner fills it, the owner or a thief
+  // empties it). On its own line: thieves read it while the owner writes its other fields.
+  alignas(64) std::atomic<Mailbox*> run_next{nullptr};
+  // Set by the one thief in the handshake over run_next (file comment).
+  std::atomic<bool> stealing{false};
   LocalRunQueue local;
   HandlerTrace trace;
   // Counters are written by the owning worker only; atomics so readers on other threads are safe.
@@ -302,12 +373,23 @@ void Parked(WorkerContext* context, Block&& block) {
   AddOwned<int64_t>(context->parked_ns, SteadyNanos() - park_start);
 }
 
+// The heavy side of an asymmetric fence (run-next stealing, ExecutorPool's file comment):
+// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full fence on every running thread of the
+// process; the light side is a compiler-only fence. Register once (false: the kernel does not
+// offer it, and nothing may rely on it); the barrier returns false when the call fails.
+bool RegisterAsymmetricBarrier();
+bool AsymmetricHeavyBarrier();
+
 // Returns the context of the worker running on the calling thread, or nullptr.
 WorkerContext* CurrentWorker();
 
 class ExecutorPool {
  public:
   static constexpr uint32_t kMaxRunNextStreak = 16;
+  // Run-next stealing (file comment): how long the owner must have been inside one handler before
+  // an idle worker takes its slot (Go's runtime waits ~3 us), and how often the watcher looks.
+  static constexpr int64_t kRunNextHoldNs = 5'000;
+  static constexpr int64_t kWatchPeriodNs = 1'000'000;
   static constexpr uint32_t kSharedCheckInterval = 61;
   static constexpr uint32_t kShuffleWindow = 64;
   // Budget growth (file comment): at most 2^10 times the configured event budget, and only for
@@ -348,8 +430,8 @@ class ExecutorPool {
   uint32_t worker_count() const { return static_cast<uint32_t>(contexts_.size()); }
   const HandlerTrace& trace(uint32_t worker) const { return contexts_[worker]->trace; }
   void CountStuckReport() { stuck_reports_.fetch_add(1, std::memory_order_relaxed); }
-  // Wakes a parked worker when `worker` has mailboxes waiting in its local queue (it is inside a
-  // long handler and cannot hand them out itself).
+  // Wakes a parked worker when `worker` has mailboxes waiting in its local queue or run-next slot
+  // (it is inside a long handler and cannot hand them out itself).
   void Kick(uint32_t worker);
 
   // -- I/O polling (see the file comment) ---------------------------------------------------------
@@ -404,7 +486,27 @@ class ExecutorPool {
   // shared queue.
   void PushLocal(WorkerContext* context, Mailbox* mailbox);
   Mailbox* Dequeue();
+  // Takes half of another worker's local queue, or else a run-next slot held past the bound.
   Mailbox* Steal(WorkerContext* context);
+  // The thief's side of the run-next handshake: the mailbox in `victim`'s slot if its trace is
+  // still `sequence` after the heavy barrier, else nullptr.
+  Mailbox* StealRunNext(WorkerContext* victim, uint64_t sequence);
+  // The owner's side when a thief is in the handshake: waits for its verdict, takes what is left.
+  static Mailbox* TakeRunNextContended(WorkerContext* context);
+  // Looks at the other workers' handler traces at `now` (recording what changed) and returns one
+  // whose run-next slot is full and whose trace has not moved for kRunNextHoldNs, or nullptr.
+  WorkerContext* HeldRunNext(WorkerContext* context, int64_t now);
+  // True when another worker is busy (not in Idle). Relaxed loads; callers fence first.
+  bool AnyOtherBusy(const WorkerContext* context) const;
+  // Whether a parking worker is (or stays) the watcher, given whether it was one (file comment).
+  bool KeepWatch(const WorkerContext* context, bool watching);
+  // Schedule's part after filling an empty slot: wakes a sleeper when nobody watches the slots.
+  void WatchRunNext() {
+    if (!watcher_.load(std::memory_order_relaxed) && sleepers_.load(std::memory_order_relaxed) > 0)
+        [[unlikely]] {
+      WakeOne();
+    }
+  }
   // True when the shared queue or another worker's local queue holds a mailbox.
   bool HasWork(const WorkerContext* context) const;
   void WakeOne();
@@ -456,6 +558,11 @@ class ExecutorPool {
   // comment).
   std::atomic<int64_t> queued_{0};
   std::atomic<int32_t> sleepers_{0};
+  // True while a parked worker watches the run-next slots with timed waits (file comment); always
+  // where nobody may steal (steal_run_next_ false).
+  std::atomic<bool> watcher_{false};
+  // Run-next slots may be stolen: more than one worker, and the asymmetric barrier works.
+  std::atomic<bool> steal_run_next_{true};
   std::counting_semaphore<> wake_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> stuck_reports_{0};

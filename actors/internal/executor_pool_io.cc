@@ -71,7 +71,7 @@ bool ExecutorPool::PollIo(WorkerContext* context) {
     return false;
   }
   WakeForLocal(context);
-  return context->run_next != nullptr || context->local.Size() > 0;
+  return context->run_next.load(std::memory_order_relaxed) != nullptr || context->local.Size() > 0;
 }
 
 bool ExecutorPool::ParkInPoller(WorkerContext* context) {

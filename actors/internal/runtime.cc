@@ -603,7 +603,8 @@ void Runtime::WatchdogLoop() {
           watch = WorkerWatch{sequence, now, false};
           continue;
         }
-        // In the same handler for a whole tick: what it queued locally goes to idle workers.
+        // In the same handler for a whole tick: what it queued locally or holds in its run-next
+        // slot goes to idle workers.
         pool.Kick(w);
         if (threshold <= absl::ZeroDuration() || now - watch.since < threshold) {
           continue;
