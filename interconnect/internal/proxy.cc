@@ -149,6 +149,10 @@ class Proxy final : public Actor {
       EndSession("it left the cluster");
       DropConnection();
     }
+    if (refusing_ == UndeliveredReason::kNoRoute && link_ == Link::kDialing) {
+      handshake_ = ActorId();  // the dial in progress is given up: its end is ignored, and the
+      link_ = Link::kNone;     // peer's return dials again
+    }
     Dial();
   }
 
@@ -292,9 +296,8 @@ class Proxy final : public Actor {
     return out_->queued_events() > 0 || out_->unacked_frames() > 0 || !subscribers_.empty();
   }
 
-  // Decides from the peer's handshake whether this connection resumes the living session (both
-  // sides name each other's incarnation) or starts a new one, ending the old. Returns true to
-  // resume.
+  // Returns true when this connection resumes the living session (the peer's handshake and this
+  // side name each other's incarnation), false when it starts a new one, ending the old.
   bool StartOrResume(const proto::Handshake& hs) {
     const bool resume = session_up() && hs.incarnation() == peer_incarnation_ &&
                         hs.peer_incarnation() == settings_.identity.incarnation;
@@ -484,9 +487,8 @@ class Proxy final : public Actor {
     ScheduleWakeup(settings_.heartbeat, kTick);
   }
 
-  // Ends the session: reports every event it holds as `why` (with `keep_queued`, only those
-  // sent: the queued ones wait for the next session) and tells the subscribers. Returns how many
-  // it reported.
+  // Ends the session: reports every event it holds as `why` (`keep_queued`: only those sent; the
+  // queued ones wait for the next session), tells the subscribers; returns how many it reported.
   size_t EndSession(std::string_view reason, bool keep_queued = false,
                     UndeliveredReason why = UndeliveredReason::kDisconnected) {
     size_t reported = 0;
@@ -529,8 +531,7 @@ class Proxy final : public Actor {
     return reported;
   }
 
-  // Closes the connection for a fault of the peer's bytes; the session lives on (a redial resends
-  // what was lost).
+  // Closes the connection for a fault of the peer's bytes; the session lives on (redial, resend).
   void ProtocolError(const absl::Status& status) {
     Stats::Bump(stats_.protocol_errors);
     const std::string line =
@@ -547,9 +548,8 @@ class Proxy final : public Actor {
   // -- faults that must not become loops ----------------------------------------------------------
 
   // A connection that carried the session ended. It failed when this side closed it for a fault
-  // of the peer's bytes (a cut or a peer's close is the network's doing, or the peer's, which
-  // counts its own faults). Returns true when the proxy may dial again at once (no failure
-  // streak).
+  // of the peer's bytes (a cut or a peer's close is the network's or the peer's doing, which counts
+  // its own faults). Returns true when the proxy may dial again at once (no failure streak).
   bool LinkEnded(const std::string& reason, bool fault) {
     if (!fault) {
       if (link_progress_) {

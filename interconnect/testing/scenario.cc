@@ -65,6 +65,18 @@ bool ScenarioContext::IsAlive(NodeId node) const {
 bool ScenarioContext::WasStopped(NodeId node) const {
   return scenario_->last_stop[node] != absl::InfinitePast();
 }
+bool ScenarioContext::LossFree() const { return scenario_->kind != Scenario::Kind::kChaos; }
+uint64_t ScenarioContext::Overloaded() const {
+  uint64_t overloaded = 0;
+  for (const auto& ic : scenario_->ics) {
+    if (ic != nullptr) {
+      for (const interconnect::SessionCounters& session : ic->Counters()) {
+        overloaded += session.overloaded;
+      }
+    }
+  }
+  return overloaded;
+}
 absl::Time ScenarioContext::LastStop(NodeId node) const { return scenario_->last_stop[node]; }
 const proto::InterconnectConfig& ScenarioContext::config(NodeId node) const {
   return scenario_->configs[node];
@@ -99,6 +111,10 @@ Scenario::Scenario(uint64_t seed_value, const ScenarioOptions& options_value,
   n = static_cast<uint32_t>(context.Uniform(lo, hi));
   latency = absl::Microseconds(static_cast<int64_t>(context.Uniform(20, 2000)));
   network = std::make_unique<interconnect::PipeNetwork>(latency);
+  const uint64_t kind_roll = context.Uniform(0, 9);
+  kind = !options.faults || kind_roll == 0        ? Kind::kCalm
+         : kind_roll <= 3 || !options.node_faults ? Kind::kLinks
+                                                  : Kind::kChaos;
   workloads = factory();
   last_stop.assign(n + 1, absl::InfinitePast());
   ics.resize(n + 1);
@@ -108,7 +124,7 @@ Scenario::Scenario(uint64_t seed_value, const ScenarioOptions& options_value,
   // others' tables and comes and goes.
   proto::ActorSystemConfig base;
   base.mutable_scheduler()->set_resolution_us(1000);
-  base.mutable_log()->set_level("error");
+  base.mutable_log()->set_level(options.log_level);
   proto::InterconnectConfig& ic = *base.mutable_interconnect();
   ic.set_cluster_id("sim");
   ic.set_heartbeat_interval_ms(100);
@@ -150,7 +166,7 @@ Scenario::Scenario(uint64_t seed_value, const ScenarioOptions& options_value,
                               uint64_t{mine.max_event_size()} + mine.max_unacked_bytes()}));
     }
   }
-  joiner = options.node_faults && options.faults && n >= 3 && context.Chance(0.3) ? n : 0;
+  joiner = kind == Kind::kChaos && n >= 3 && context.Chance(0.3) ? n : 0;
   nameservices.resize(n + 1);
   for (NodeId node = 1; node <= n; ++node) {
     std::vector<interconnect::NodeEndpoint> view;
@@ -240,30 +256,36 @@ void Scenario::DrawFaults() {
     return connections[context.Uniform(0, connections.size() - 1)];
   };
   const absl::Time now = runtime->Now();
+  const bool links = kind == Kind::kLinks;
   if (!connections.empty() && context.Chance(0.03)) {
     network->Cut(any_connection());
     Note("cut");
   }
-  if (!connections.empty() && context.Chance(0.02)) {
+  if (!connections.empty() && context.Chance(links ? 0.01 : 0.02)) {
     network->CorruptNextWrite(any_connection(), static_cast<uint32_t>(context.Uniform(0, 3)));
     Note("corrupt");
   }
-  if (!connections.empty() && context.Chance(0.02)) {
+  // Links: one hold at a time, each under half the dead-peer timeout, 200 ms apart.
+  const bool may_hold = !links || now > holds_until + absl::Milliseconds(200);
+  if (!connections.empty() && may_hold && context.Chance(0.02)) {
     const interconnect::ConnectionId id = any_connection();
     network->Stall(id);
-    later.push_back({now + absl::Milliseconds(static_cast<int64_t>(context.Uniform(10, 400))),
-                     [this, id] { network->Resume(id); }});
+    const absl::Time until =
+        now + absl::Milliseconds(static_cast<int64_t>(context.Uniform(10, links ? 400 : 600)));
+    holds_until = until;
+    later.push_back({until, [this, id] { network->Resume(id); }});
     Note("stall");
-  }
-  if (context.Chance(0.015)) {
+  } else if (may_hold && context.Chance(0.015)) {
     const NodeId a = context.RandomNode();
     const NodeId b = context.RandomNode(a);
     network->Partition(a, b);
-    later.push_back({now + absl::Milliseconds(static_cast<int64_t>(context.Uniform(50, 1500))),
-                     [this, a, b] { network->Heal(a, b); }});
+    const absl::Time until =
+        now + absl::Milliseconds(static_cast<int64_t>(context.Uniform(50, links ? 450 : 1500)));
+    holds_until = until;
+    later.push_back({until, [this, a, b] { network->Heal(a, b); }});
     Note(absl::StrCat("partition", a, "-", b));
   }
-  if (!options.node_faults) {
+  if (links) {
     return;
   }
   if (context.Chance(0.012)) {
@@ -334,7 +356,7 @@ void Scenario::Run() {
   const absl::Time end = runtime->Now() + options.run_time;
   while (runtime->Now() < end && violations.empty()) {
     RunDue(false);
-    if (options.faults) {
+    if (kind != Kind::kCalm) {
       DrawFaults();
     }
     for (const std::unique_ptr<Workload>& workload : workloads) {
@@ -429,8 +451,9 @@ ScenarioResult Scenario::Result() {
   result.steps = runtime->steps();
   result.fingerprint = MixHash(hash, runtime->TraceFingerprint());
   std::vector<std::string> parts;
-  parts.push_back(absl::StrFormat("nodes=%d latency=%s%s peak_held=%d steps=%d timers=%d", n,
-                                  absl::FormatDuration(latency),
+  const char* kinds[] = {"calm", "links", "chaos"};
+  parts.push_back(absl::StrFormat("%s nodes=%d latency=%s%s peak_held=%d steps=%d timers=%d",
+                                  kinds[static_cast<int>(kind)], n, absl::FormatDuration(latency),
                                   joiner != 0 ? absl::StrCat(" joiner=", joiner) : "", peak_held,
                                   result.steps, runtime->PendingTimers()));
   parts.push_back(absl::StrCat("faults=[", faults_text, "]"));

@@ -7,6 +7,9 @@
 // Target troupe::scenario (reports through GoogleTest like troupe::testing).
 //
 // One scenario, RunScenario(seed):
+//   0. The kind of seed: calm (no fault, one in ten), links (cuts, corruption, stalls and
+//      partitions shorter than the dead-peer timeout, one hold at a time: no session ends; three
+//      in ten) or chaos (every fault).
 //   1. The cluster: 2 to 7 nodes; link latency 20 us to 2 ms; heartbeats every 100 ms, a dead
 //      peer after 1 s; sometimes nodes with smaller limits than their peers (max_event_size,
 //      max_unacked_bytes, max_queued_bytes: mismatched limits and overload); sometimes changing
@@ -30,6 +33,7 @@
 //   troupe_sim --seed=N                 one seed, its summary and fingerprint
 //   troupe_sim --seeds=K [--start=S]    seeds S..S+K-1 (S defaults to 1); seeds/second at the end
 //   troupe_sim ... --run_ms=M           simulated run time per scenario (default 1500)
+//   troupe_sim ... --log=info           the nodes' log level (default error)
 // It exits 1 when a seed fails, printing each failing seed's replay line.
 //
 // Your own actors: implement Workload (set them up in OnNodeStart, drive them in Tick, end them in
@@ -70,6 +74,14 @@ class ScenarioContext {
   bool WasStopped(NodeId node) const;
   // When `node` last stopped (InfinitePast when it never did).
   absl::Time LastStop(NodeId node) const;
+  // Whether this scenario's faults all leave every session alive (calm seeds, and seeds with only
+  // cuts, corruption and holds of bytes shorter than the dead-peer timeout, one at a time): then
+  // nothing is lost, and every tracked event is delivered unless refused for its size or the
+  // peer's budget (kTooLarge, kOverloaded); no watch ends with kNodeLost.
+  bool LossFree() const;
+  // Events the interconnects refused with kOverloaded so far, summed over the live nodes' sessions
+  // (a refused watch request ends the watch with kNodeLost though no session ended).
+  uint64_t Overloaded() const;
   // The node's interconnect config as the node runs it (limits differ between nodes).
   const proto::InterconnectConfig& config(NodeId node) const;
   // The workloads' generator, seeded from the scenario's seed (the runtime's is its own).
@@ -130,6 +142,9 @@ struct ScenarioOptions {
   bool faults = true;
   // Allow kills, graceful shutdowns and membership changes among the faults.
   bool node_faults = true;
+  // The nodes' log level ("trace" to "error"): the faults make the nodes log (refusals, corrupt
+  // frames, dead letters), so quiet by default; the verdicts are the violations.
+  std::string log_level = "error";
   // The replay line is `<replay_prefix> --seed=N`.
   std::string replay_prefix = "troupe_sim";
 };

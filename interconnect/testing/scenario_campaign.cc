@@ -78,9 +78,14 @@ int ScenarioMain(int argc, char** argv, const WorkloadFactory& workloads) {
   uint64_t run_ms = 0;
   bool one = false;
   bool bad = false;
+  LogLevel log_level = LogLevel::kError;
+  std::string log_name = "error";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (Flag(arg, "seed", &seed, &bad)) {
+    if (arg.rfind("--log=", 0) == 0) {
+      log_name = arg.substr(6);
+      bad = bad || !ParseLogLevel(log_name, &log_level).ok();
+    } else if (Flag(arg, "seed", &seed, &bad)) {
       one = true;
     } else if (!Flag(arg, "seeds", &seeds, &bad) && !Flag(arg, "start", &start, &bad) &&
                !Flag(arg, "run_ms", &run_ms, &bad)) {
@@ -89,15 +94,17 @@ int ScenarioMain(int argc, char** argv, const WorkloadFactory& workloads) {
   }
   if (bad || (!one && seeds == 0)) {
     std::cerr << "usage: " << argv[0]
-              << " --seed=N | --seeds=K [--start=S]   [--run_ms=M]\n"
+              << " --seed=N | --seeds=K [--start=S]   [--run_ms=M] [--log=LEVEL]\n"
                  "  --seed=N: one scenario, its summary and trace fingerprint\n"
-                 "  --seeds=K: seeds S..S+K-1 (S defaults to 1)\n";
+                 "  --seeds=K: seeds S..S+K-1 (S defaults to 1)\n"
+                 "  --log=LEVEL: the nodes' log level (default error)\n";
     return 2;
   }
-  // The nodes' own logs say what the faults do (refusals, corrupt frames): quiet, the verdicts
-  // are the violations.
-  SetLogLevel(LogLevel::kError);
+  // The nodes' own logs say what the faults do (refusals, corrupt frames): quiet unless asked,
+  // the verdicts are the violations.
+  SetLogLevel(log_level);
   ScenarioOptions options;
+  options.log_level = log_name;
   options.replay_prefix = argv[0];
   if (run_ms > 0) {
     options.run_time = absl::Milliseconds(static_cast<int64_t>(run_ms));

@@ -57,6 +57,11 @@ class Scenario {
   std::vector<std::unique_ptr<interconnect::Interconnect>> ics;
   std::vector<absl::Time> last_stop;
   std::vector<uint64_t> fixed_mailboxes;
+  // The kind of seed (scenario.h): no faults, link faults that end no session, or every fault.
+  enum class Kind : uint8_t { kCalm, kLinks, kChaos };
+  Kind kind = Kind::kChaos;
+  // Links: the end of the current stall or partition (one at a time).
+  absl::Time holds_until = absl::InfinitePast();
   // The node that leaves and joins the others' nameservices (0: membership stays).
   NodeId joiner = 0;
   bool joined = false;

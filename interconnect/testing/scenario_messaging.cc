@@ -196,7 +196,14 @@ class MessagingWorkload final : public Workload {
       if (!r.tracked || excused) {
         continue;
       }
-      if (r.delivered + r.undelivered == 0) {
+      const bool refused = r.undelivered > 0 && (r.reason == UndeliveredReason::kTooLarge ||
+                                                 r.reason == UndeliveredReason::kOverloaded);
+      if (context.LossFree() && !r.too_large && !refused && (r.delivered != 1 || r.unsure)) {
+        violations->push_back(absl::StrCat(what, ": lost (delivered ", r.delivered,
+                                           " times, undelivered ", r.undelivered, " ",
+                                           UndeliveredReasonName(r.reason),
+                                           r.unsure ? " unsure" : "", ") though no session ended"));
+      } else if (r.delivered + r.undelivered == 0) {
         violations->push_back(absl::StrCat(what, ": no outcome (neither delivered nor reported)"));
       } else if (r.delivered > 0 && r.undelivered > 0 && !r.unsure) {
         violations->push_back(absl::StrCat(what, ": delivered, and reported undelivered (",
