@@ -53,7 +53,7 @@ uint64_t MixHash(uint64_t hash, uint64_t value) {
 
 // -- ScenarioContext ------------------------------------------------------------------------------
 
-TestRuntime& ScenarioContext::runtime() {
+TestRuntime& ScenarioContext::rt() {
   return scenario_->borrowed != nullptr ? *scenario_->borrowed : *scenario_->runtime;
 }
 uint32_t ScenarioContext::nodes() const { return scenario_->n; }

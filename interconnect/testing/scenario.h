@@ -66,7 +66,8 @@ class ScenarioContext {
  public:
   explicit ScenarioContext(Scenario* scenario) : scenario_(scenario) {}
 
-  TestRuntime& runtime();
+  // The test runtime running the nodes.
+  TestRuntime& rt();
   uint32_t nodes() const;
   bool IsAlive(NodeId node) const;
   // Whether `node` was killed or shut down at some point of this scenario (events to or from its

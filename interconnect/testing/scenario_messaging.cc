@@ -26,7 +26,7 @@ constexpr ActorId kEcho = ServiceId("sim-echo");
 // Registers `actor` on `node` as the service `service` (when given); returns its id.
 ActorId RegisterOn(ScenarioContext& context, NodeId node, std::unique_ptr<Actor> actor,
                    const ActorId& service = ActorId()) {
-  ActorSystem& system = context.runtime().node(node);
+  ActorSystem& system = context.rt().node(node);
   const ActorId id = system.Register(std::move(actor));
   if (!service.IsEmpty()) {
     (void)system.RegisterService(service, id);
@@ -37,9 +37,8 @@ ActorId RegisterOn(ScenarioContext& context, NodeId node, std::unique_ptr<Actor>
 // Ends `actor` (on a live node) with EvPoison sent on its node.
 void Poison(ScenarioContext& context, const ActorId& actor) {
   if (!actor.IsEmpty() && context.IsAlive(actor.node_id())) {
-    context.runtime().Send(
-        std::make_unique<EventHandle>(actor, ActorId(), std::make_unique<EvPoison>()),
-        actor.node_id());
+    context.rt().Send(std::make_unique<EventHandle>(actor, ActorId(), std::make_unique<EvPoison>()),
+                      actor.node_id());
   }
 }
 
@@ -233,7 +232,7 @@ class MessagingWorkload final : public Workload {
     record.sender = senders_[from];
     record.from = from;
     record.to = to;
-    record.at = context.runtime().Now();
+    record.at = context.rt().Now();
     record.tracked = context.Chance(0.7);
     // The smallest max_event_size on the way; sizes stay clear of it by 16 KiB either side.
     const size_t limit =
@@ -256,7 +255,7 @@ class MessagingWorkload final : public Workload {
     ledger_.sends.push_back(record);
     auto event = std::make_unique<EvSimData>();
     event->record.set_value(std::string(record.size, static_cast<char>('a' + record.size % 26)));
-    context.runtime().Send(std::make_unique<EventHandle>(
+    context.rt().Send(std::make_unique<EventHandle>(
         ServiceId("sim-recv", to), record.sender, std::move(event),
         record.tracked ? kTrackDelivery : kNoFlags, ledger_.sends.size()));
   }
@@ -385,7 +384,7 @@ class AskWorkload final : public Workload {
                                  : kAnswerWrong;
       record.delay = absl::Milliseconds(static_cast<int64_t>(context.Uniform(0, 800)));
       ledger_.asks.push_back(record);
-      context.runtime().Send(
+      context.rt().Send(
           std::make_unique<EventHandle>(askers_[from], ActorId(),
                                         std::make_unique<EvSimAsk>(ledger_.asks.size() - 1)),
           from);

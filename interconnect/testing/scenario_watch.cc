@@ -177,7 +177,7 @@ class WatchWorkload final : public Workload {
     if (!supervisors_[node].IsEmpty()) {
       ledger_.lost_with_node.insert(supervisors_[node]);  // the previous incarnation's
     }
-    ActorSystem& system = context.runtime().node(node);
+    ActorSystem& system = context.rt().node(node);
     supervisors_[node] = system.Register(std::make_unique<Supervisor>(&ledger_));
     watchers_[node] = system.Register(std::make_unique<Watcher>(&ledger_));
   }
@@ -303,7 +303,7 @@ class WatchWorkload final : public Workload {
  private:
   static void SendOn(ScenarioContext& context, NodeId node, const ActorId& to,
                      std::unique_ptr<EventBase> event) {
-    context.runtime().Send(std::make_unique<EventHandle>(to, ActorId(), std::move(event)), node);
+    context.rt().Send(std::make_unique<EventHandle>(to, ActorId(), std::move(event)), node);
   }
 
   WatchLedger ledger_;

@@ -49,12 +49,12 @@ class CounterWorkload final : public Workload {
   std::string name() const override { return "counter"; }
   void OnNodeStart(ScenarioContext& context, NodeId node) override {
     counters_.resize(context.nodes() + 1);
-    counters_[node] = context.runtime().node(node).Register(std::make_unique<Counter>(&counted_));
+    counters_[node] = context.rt().node(node).Register(std::make_unique<Counter>(&counted_));
   }
   void Tick(ScenarioContext& context) override {
     const NodeId node = context.RandomNode();
     if (context.IsAlive(node)) {
-      context.runtime().Send(
+      context.rt().Send(
           std::make_unique<EventHandle>(counters_[node], ActorId(), std::make_unique<EvWakeup>()),
           node);
       ++sent_;
@@ -62,7 +62,7 @@ class CounterWorkload final : public Workload {
   }
   void Finish(ScenarioContext& context) override {
     for (NodeId node = 1; node < counters_.size(); ++node) {
-      context.runtime().Send(
+      context.rt().Send(
           std::make_unique<EventHandle>(counters_[node], ActorId(), std::make_unique<EvPoison>()),
           node);
     }
