@@ -174,6 +174,7 @@ class PipeTransport final : public Transport {
         }
       }
     }
+    std::sort(mine.begin(), mine.end());  // the map's order varies between runs; a replay must not
     for (const ConnectionId id : mine) {
       Close(id);
     }
