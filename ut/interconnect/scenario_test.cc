@@ -124,10 +124,15 @@ TEST(ScenarioTest, AWorkloadOfOnesOwnPlugsIn) {
 
 // -- seeds that found bugs ----------------------------------------------------------------------
 //
-// Each replays with `troupe_sim --seed=N`. Seeds 1055, 4568 and 6459: a node left the others'
+// Each replays with `troupe_sim --seed=N`. Seeds 567, 1055, 4568 and 6459: a node left the others'
 // membership while one of them was dialling it and came back after that dial's handshake ended;
 // the dialler closed the connection but still counted the dial as in progress, so it never
 // dialled again and no session came back (see also MembershipTest).
+
+TEST(ScenarioRegressionTest, Seed567) {
+  const ScenarioResult result = RunScenario(567);
+  EXPECT_TRUE(result.ok()) << Describe(result);
+}
 
 TEST(ScenarioRegressionTest, Seed1055) {
   const ScenarioResult result = RunScenario(1055);
