@@ -23,10 +23,15 @@
 //      `settle_time` of simulated time; then every workload's Finish (end its actors) and another
 //      `settle_time`.
 //   4. The checks: each workload's Check, its Teardown and a second more; then the cluster's own:
-//      every session up between every two members, and its held bytes,
-//      queued events and unacknowledged bytes back to 0; every node's live mailboxes back to what
-//      it had before the workloads started; pending timers within the interconnect's own; no
-//      GoogleTest failure recorded meanwhile (the test runtime's own checks).
+//      every session up between every two members, its held bytes, queued events and
+//      unacknowledged bytes back to 0; every node's live mailboxes back to what it had before the
+//      workloads started; pending timers within the interconnect's own; no GoogleTest failure
+//      recorded meanwhile (the test runtime's own checks).
+//
+// Not failed but counted (the watch workload's summary, unanswered-under-overload): a watch
+// that got no EvTerminated while the interconnect refused events with kOverloaded. The router
+// refuses an EvTerminated past the peer's byte budget like any event, and the notice is untracked,
+// so the watcher hears nothing; a refused watch request ends as kNodeLost, also excused then.
 //
 // A failed scenario's result carries the violations and a one-line replay command
 // (`<replay_prefix> --seed=N`). ScenarioMain is a ready main() for a campaign binary:
@@ -129,7 +134,13 @@ using WorkloadFactory = std::function<std::vector<std::unique_ptr<Workload>>()>;
 
 // The built-in workloads: tracked and untracked sends of every size (up to chunked events and
 // past a node's max_event_size) to services, asks with timeouts, watches of actors that end,
-// fail or live on, and supervised children that throw.
+// fail or live on, and supervised children that throw. They check: no event delivered twice or
+// out of its sender's order or past a max_event_size; a tracked event delivered or reported
+// (both only when the report says unsure), unless a node on its way stopped after it was sent;
+// with LossFree(), delivered unless refused for size or budget; an ask answered, failed or timed
+// out exactly once, within its timeout, never OK when the service answered late, never or
+// wrongly; a watch ended by exactly one EvTerminated (kFailed only after three throws, no
+// kNodeLost with LossFree()); a supervisor never ended by its children's failures.
 std::vector<std::unique_ptr<Workload>> MakeBuiltinWorkloads();
 
 struct ScenarioOptions {
