@@ -10,7 +10,7 @@
 # - TroupeTargets.cmake, always loaded: proto, actors, interconnect, and the GoogleTest-free test
 #   helpers interconnect_testing (PipeNetwork) and test_actors when this build has them;
 # - TroupeTestingTargets.cmake, loaded for `COMPONENTS testing` only: troupe::testing, which
-#   reports through GoogleTest.
+#   reports through GoogleTest, and troupe::scenario (simulation campaigns) on top of it.
 # cmake/TroupeProtobuf.cmake is installed too: troupe_protobuf_library() for users' own schemas.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -41,7 +41,11 @@ install(EXPORT TroupeTargets NAMESPACE troupe:: FILE TroupeTargets.cmake
 set(TROUPE_INSTALL_TESTING OFF)
 if(TARGET troupe_testing)
   set(TROUPE_INSTALL_TESTING ON)
-  install(TARGETS troupe_testing EXPORT TroupeTestingTargets
+  set(_troupe_testing troupe_testing)
+  if(TARGET troupe_scenario)
+    list(APPEND _troupe_testing troupe_scenario)
+  endif()
+  install(TARGETS ${_troupe_testing} EXPORT TroupeTestingTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
           INCLUDES DESTINATION ${_troupe_include})
@@ -67,7 +71,8 @@ install(FILES "${PROJECT_SOURCE_DIR}/actors/internal/mailbox_node.h"
 set(_troupe_testing_headers
     troupe_testing actors/testing/test_runtime.h
     troupe_test_actors actors/testing/actors.h
-    troupe_interconnect_testing interconnect/testing/pipe_network.h)
+    troupe_interconnect_testing interconnect/testing/pipe_network.h
+    troupe_scenario interconnect/testing/scenario.h)
 while(_troupe_testing_headers)
   list(POP_FRONT _troupe_testing_headers _target _header)
   if(TARGET ${_target})

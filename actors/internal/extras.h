@@ -24,11 +24,12 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 
@@ -93,10 +94,11 @@ struct ActorExtras {
   // Asks by request id.
   absl::flat_hash_map<uint64_t, PendingAsk> asks;
   uint64_t last_ask = 0;
-  // The targets this actor watches, as it named them.
-  absl::flat_hash_set<ActorId> watching;
-  // This actor's watchers, each with the id it watches this actor as.
-  absl::flat_hash_map<ActorId, ActorId> watchers;
+  // The targets this actor watches, as it named them, and this actor's watchers, each with the id
+  // it watches this actor as. Ordered: the notices they lead to leave in one order, so a run under
+  // the deterministic test runtime replays (a hash set's order differs between processes).
+  std::set<ActorId> watching;
+  std::map<ActorId, ActorId> watchers;
   // A handler threw: the actor ends as TerminationReason::kFailed.
   bool failed = false;
   // Supervision: a child's factory (RegisterChild), whether it failed and waits for its parent's

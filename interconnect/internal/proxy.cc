@@ -53,8 +53,7 @@ class Proxy final : public Actor {
   enum class Link : uint8_t { kNone, kDialing, kUp };
 
   // EvWakeup tags: the periodic tick, and a redial after a refused connect.
-  static constexpr uint64_t kTick = 0;
-  static constexpr uint64_t kRedial = 1;
+  enum WakeupTag : uint64_t { kTick, kRedial };
 
   void Bootstrap() override {
     last_heard_ = Now();
@@ -113,8 +112,7 @@ class Proxy final : public Actor {
     }
   }
 
-  // Adds `who` to the session's subscribers; a new one hears at once that the session is up (or
-  // that it is closed for good).
+  // Adds `who` to the subscribers; it hears at once if the session is up (or closed for good).
   void Subscribe(const ActorId& who) {
     if (refusing_.has_value()) {
       Send(who, std::make_unique<EvNodeDisconnected>(settings_.peer));
@@ -148,6 +146,10 @@ class Proxy final : public Actor {
     if (refusing_ == UndeliveredReason::kNoRoute && (session_up() || HasPendingWork())) {
       EndSession("it left the cluster");
       DropConnection();
+    }
+    if (refusing_ == UndeliveredReason::kNoRoute && link_ == Link::kDialing) {
+      handshake_ = ActorId();  // the dial is given up (its end ignored); the peer's return redials
+      link_ = Link::kNone;
     }
     Dial();
   }
@@ -507,8 +509,7 @@ class Proxy final : public Actor {
     in_ = InboundStream();
     records_.Reset();
     ack_sent_ = 0;
-    // Without a session (events or subscribers waited for one that never came) the line must not
-    // read as if one had existed.
+    // Without a session (work waited for one that never came) the line must not claim one.
     const bool had_session = session_up();
     if (why != UndeliveredReason::kShutdown || reported > 0) {  // a clean stop is no news
       TROUPE_LOG(kWarn, kInterconnect)
@@ -530,8 +531,7 @@ class Proxy final : public Actor {
     return reported;
   }
 
-  // Closes the connection for a fault of the peer's bytes; the session lives on (a redial resends
-  // what was lost).
+  // Closes the connection for a fault of the peer's bytes; the session lives on (redial, resend).
   void ProtocolError(const absl::Status& status) {
     Stats::Bump(stats_.protocol_errors);
     const std::string line =

@@ -9,8 +9,7 @@
 #pragma once
 
 #include <memory>
-
-#include "absl/container/flat_hash_set.h"
+#include <set>
 
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
@@ -45,7 +44,9 @@ class SessionSubscribers {
 
  private:
   const NodeId peer_;
-  absl::flat_hash_set<ActorId> subscribers_;
+  // Ordered: they hear of the session in one order, so a run under the deterministic test runtime
+  // replays (a hash set's order differs between processes).
+  std::set<ActorId> subscribers_;
 };
 
 }  // namespace troupe::interconnect

@@ -49,6 +49,13 @@ class PipeTransport final : public Transport {
                                            "connection to ", host, ":", port, " refused"))));
       return client;
     }
+    if (network_->Partitioned(system_, listener->second.first)) {
+      system_->Send(
+          owner, std::make_unique<EvConnectionDown>(
+                     client, absl::UnavailableError(absl::StrCat("connection to ", host, ":", port,
+                                                                 " timed out (partitioned)"))));
+      return client;
+    }
     const ConnectionId server = network_->next_id_++;
     PipeNetwork::End& client_end = network_->ends_[client];
     client_end.system = system_;
@@ -112,7 +119,9 @@ class PipeTransport final : public Transport {
     if (end.blackholed) {
       return;
     }
-    if (end.stalled) {
+    auto peer = network_->ends_.find(end.peer);
+    if (end.stalled || !end.held.empty() ||
+        (peer != network_->ends_.end() && network_->Partitioned(end.system, peer->second.system))) {
       end.held += bytes;
       return;
     }
@@ -165,6 +174,7 @@ class PipeTransport final : public Transport {
         }
       }
     }
+    std::sort(mine.begin(), mine.end());  // the map's order varies between runs; a replay must not
     for (const ConnectionId id : mine) {
       Close(id);
     }
@@ -250,14 +260,8 @@ void PipeNetwork::Stall(ConnectionId connection) {
 
 void PipeNetwork::Resume(ConnectionId connection) {
   troupe::MutexLock lock(&mu_);
-  ForBothEnds(connection, [this](End& end) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    end.stalled = false;
-    if (!end.held.empty()) {
-      std::string held = std::move(end.held);
-      end.held.clear();
-      Transmit(end.peer, std::move(held));
-    }
-  });
+  ForBothEnds(connection, [](End& end) { end.stalled = false; });
+  ReleaseHeld();  // what a partition still holds waits for its Heal
 }
 
 void PipeNetwork::Blackhole(ConnectionId connection) {
@@ -271,6 +275,68 @@ void PipeNetwork::CorruptNextWrite(ConnectionId connection, uint32_t skip) {
     it->second.corrupt_next = true;
     it->second.corrupt_skip = skip;
   }
+}
+
+namespace {
+
+// A partitioned pair's key: the smaller node id first.
+std::pair<NodeId, NodeId> PairKey(NodeId a, NodeId b) { return {std::min(a, b), std::max(a, b)}; }
+
+}  // namespace
+
+bool PipeNetwork::Partitioned(const ActorSystem* a, const ActorSystem* b) const {
+  if (partitions_.empty() || a == nullptr || b == nullptr) {
+    return false;
+  }
+  const std::pair<NodeId, NodeId> pair = PairKey(a->node_id(), b->node_id());
+  return std::find(partitions_.begin(), partitions_.end(), pair) != partitions_.end();
+}
+
+void PipeNetwork::ReleaseHeld() {
+  std::vector<ConnectionId> ids;
+  for (const auto& [id, end] : ends_) {
+    ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  for (const ConnectionId id : ids) {
+    auto it = ends_.find(id);
+    if (it == ends_.end() || it->second.stalled || it->second.held.empty()) {
+      continue;
+    }
+    auto peer = ends_.find(it->second.peer);
+    if (peer != ends_.end() && Partitioned(it->second.system, peer->second.system)) {
+      continue;
+    }
+    std::string held = std::move(it->second.held);
+    it->second.held.clear();
+    Transmit(it->second.peer, std::move(held));
+  }
+}
+
+void PipeNetwork::Partition(NodeId a, NodeId b) {
+  troupe::MutexLock lock(&mu_);
+  const std::pair<NodeId, NodeId> pair = PairKey(a, b);
+  if (a != b && std::find(partitions_.begin(), partitions_.end(), pair) == partitions_.end()) {
+    partitions_.push_back(pair);
+  }
+}
+
+void PipeNetwork::Heal(NodeId a, NodeId b) {
+  troupe::MutexLock lock(&mu_);
+  std::erase(partitions_, PairKey(a, b));
+  ReleaseHeld();
+}
+
+void PipeNetwork::HealAll() {
+  troupe::MutexLock lock(&mu_);
+  partitions_.clear();
+  ReleaseHeld();
+}
+
+bool PipeNetwork::IsPartitioned(NodeId a, NodeId b) const {
+  troupe::MutexLock lock(&mu_);
+  const std::pair<NodeId, NodeId> pair = PairKey(a, b);
+  return std::find(partitions_.begin(), partitions_.end(), pair) != partitions_.end();
 }
 
 std::vector<ConnectionId> PipeNetwork::ConnectionIds() const {

@@ -8,7 +8,8 @@
 // PipeNetwork joins the PipeTransports of several nodes (one per ActorSystem) by "host:port"
 // addresses. Bytes travel after `latency` of the node's clock (simulated under TestRuntime) and
 // keep their order. Faults: Cut (both ends get EvConnectionDown), Stall/Resume (bytes wait),
-// Blackhole (bytes vanish, the connection stays up), CorruptNextWrite (one bit flipped).
+// Blackhole (bytes vanish, the connection stays up), CorruptNextWrite (one bit flipped),
+// Partition/Heal between two nodes (bytes wait, no new connection forms).
 //
 // Thread-safety: thread-safe (the transports it hands out too).
 //
@@ -72,6 +73,14 @@ class PipeNetwork {
   // Flips one bit in the middle of the next write on this end.
   // With `skip`, the write after the next `skip` ones instead (past a handshake, say).
   void CorruptNextWrite(ConnectionId connection, uint32_t skip = 0);
+  // Partitions nodes `a` and `b` (by the node ids of their systems), as a pulled cable would:
+  // the bytes of their connections wait, both directions, and a dial between them is refused
+  // (EvConnectionDown) until Heal. Connections stay up; what waited arrives on Heal, unless the
+  // connection was closed meanwhile.
+  void Partition(NodeId a, NodeId b);
+  void Heal(NodeId a, NodeId b);
+  void HealAll();
+  bool IsPartitioned(NodeId a, NodeId b) const;
   // Returns the number of connections up.
   size_t Connections() const;
   // Returns the ids of every connection end that is up, in increasing order.
@@ -108,6 +117,11 @@ class PipeNetwork {
   void Transmit(ConnectionId to, std::string bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the end `id` down: cancels what is still on its way to it and tells its owner.
   void Down(ConnectionId id, const absl::Status& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the nodes of the two ends' systems are partitioned.
+  bool Partitioned(const ActorSystem* a, const ActorSystem* b) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends what ends waiting only for a healed partition hold.
+  void ReleaseHeld() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls `apply` on the end `connection` and then on its peer (those that exist).
   void ForBothEnds(ConnectionId connection, const std::function<void(End&)>& apply)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -122,6 +136,8 @@ class PipeNetwork {
   absl::flat_hash_map<ConnectionId, End> ends_ ABSL_GUARDED_BY(mu_);
   // SetCertificate: the node each system's certificate names; empty when not authenticating.
   absl::flat_hash_map<ActorSystem*, NodeId> certificates_ ABSL_GUARDED_BY(mu_);
+  // Partitioned pairs of node ids, the smaller first.
+  std::vector<std::pair<NodeId, NodeId>> partitions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace troupe::interconnect
