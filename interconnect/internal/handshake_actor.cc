@@ -249,7 +249,7 @@ class HandshakeActor final : public Actor {
     PeerChannel* channel = claimed_ != 0 && peers_ != nullptr ? peers_->Find(claimed_) : nullptr;
     if (channel != nullptr) {
       channel->NoteFailure(absl::StrCat(
-          "node ", claimed_, " dialed this node from ", from, " and was refused: ", reason, " at ",
+          "node ", claimed_, " dialled this node from ", from, " and was refused: ", reason, " at ",
           absl::FormatTime("%Y-%m-%d %H:%M:%E3S UTC", Now(), absl::UTCTimeZone())));
     }
   }

@@ -182,7 +182,7 @@ TEST(HardeningTest, WaitForSessionNamesAnIncomingRefusal) {
   ASSERT_GE(Refusals(rt, 2, "incoming"), 1);
   const absl::Status status = cluster.ics[2]->WaitForSession(1, absl::ZeroDuration());
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
-  EXPECT_TRUE(absl::StrContains(status.message(), "node 1 dialed this node from pipe-from-node1:"))
+  EXPECT_TRUE(absl::StrContains(status.message(), "node 1 dialled this node from pipe-from-node1:"))
       << status;
   EXPECT_TRUE(absl::StrContains(
       status.message(),
