@@ -194,6 +194,24 @@ TEST(HardeningTest, WaitForSessionNamesAnIncomingRefusal) {
       << dialler;
 }
 
+// The handshake actors end once their connections are handed over; their timeouts fire later,
+// into nobody. Those wake-ups are the runtime's own: no dead letters in a healthy run.
+TEST(HardeningTest, HandshakeTimersAfterTheHandshakeAreNoDeadLetters) {
+  CapturingLogSink sink;
+  PipeCluster cluster(2);
+  TestRuntime& rt = *cluster.runtime;
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+  rt.AdvanceTime(absl::Seconds(10));  // past the handshake timeout (dead_peer_timeout, 3 s)
+  ASSERT_TRUE(cluster.Up(1, 2));
+  int64_t notices = 0;
+  for (NodeId node : {1u, 2u}) {
+    notices += rt.node(node).metrics().Sum("troupe_dropped_notices_total");
+    EXPECT_TRUE(rt.node(node).DeadLetterCounts().empty()) << "node " << node;
+  }
+  EXPECT_GE(notices, 2) << "a timer of each side's handshake actor fired after it ended";
+  EXPECT_EQ(CountLines(sink, "dead letter"), 0u) << sink.LinesWith("dead letter").front();
+}
+
 // A connection that fails every time it carries frames (here: a bit flipped in its first write)
 // must not turn into a loop: the dialler pauses longer after each failure and the fifth failure
 // in a row ends the session, reporting what it held.
