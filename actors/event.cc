@@ -34,7 +34,8 @@ EventTypeRegistry& Registry() {
 // "troupe::testutil::EvPing" -> "EvPing"; template arguments keep theirs.
 std::string ShortName(const std::type_info& type) {
   std::string name = internal::TypeName(&type);
-  const std::string_view head = std::string_view(name).substr(0, name.find('<'));
+  std::string_view head = name;
+  head = head.substr(0, head.find('<'));
   const size_t colons = head.rfind("::");
   return colons == std::string_view::npos ? name : name.substr(colons + 2);
 }
@@ -244,7 +245,7 @@ bool EvUndelivered::SerializeToString(std::string* out) const {
 
 namespace {
 // EvUndelivered is built on EventBase directly: it declares its type itself.
-const bool kUndeliveredDeclared = internal::DeclareEventType(kEvUndelivered, typeid(EvUndelivered));
+const bool undelivered_declared = internal::DeclareEventType(kEvUndelivered, typeid(EvUndelivered));
 }  // namespace
 
 std::unique_ptr<EvUndelivered> EvUndelivered::Load(std::string_view bytes) {

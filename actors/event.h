@@ -82,7 +82,7 @@ bool DeclareEventType(EventType number, const std::type_info& type);
 template <typename Derived, EventType kType>
 struct EventTypeDeclaration {
   // Initialized before main, for every class whose constructor the program contains.
-  static inline const bool kDeclared = DeclareEventType(kType, typeid(Derived));
+  static inline const bool declared = DeclareEventType(kType, typeid(Derived));
 };
 }  // namespace internal
 
@@ -126,7 +126,7 @@ class EventLocal : public EventBase {
   static constexpr EventType kEventType = kType;
   // Names the type (EventTypeName): taking the address instantiates the declaration; no code.
   EventLocal() noexcept {
-    static_cast<void>(&internal::EventTypeDeclaration<Derived, kType>::kDeclared);
+    static_cast<void>(&internal::EventTypeDeclaration<Derived, kType>::declared);
   }
   EventType Type() const final { return kType; }
 };
@@ -139,9 +139,9 @@ class EventPB : public EventBase {
   using Proto = ProtoMessage;
 
   // Both name the type, as EventLocal's constructor does.
-  EventPB() { static_cast<void>(&internal::EventTypeDeclaration<Derived, kType>::kDeclared); }
+  EventPB() { static_cast<void>(&internal::EventTypeDeclaration<Derived, kType>::declared); }
   explicit EventPB(ProtoMessage message) : record(std::move(message)) {
-    static_cast<void>(&internal::EventTypeDeclaration<Derived, kType>::kDeclared);
+    static_cast<void>(&internal::EventTypeDeclaration<Derived, kType>::declared);
   }
 
   EventType Type() const final { return kType; }
