@@ -136,7 +136,8 @@ ActorId Actor::RegisterWithSameMailbox(std::unique_ptr<Actor> actor) {
 
 void Actor::DropUnparsable(EventHandlePtr& ev) {
   TROUPE_LOG(kWarn, kActors) << absl::StrFormat(
-      "actor %s dropped event 0x%08x: its bytes do not parse", self_.ToString(), ev->type());
+      "actor %s dropped event %s (0x%08x): its bytes do not parse", self_.ToString(),
+      EventTypeName(ev->type()), ev->type());
   system_->runtime()->Undeliverable(std::move(ev), UndeliveredReason::kParseError);
 }
 

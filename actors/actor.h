@@ -71,8 +71,6 @@ using ChildFactory = absl::AnyInvocable<std::unique_ptr<Actor>()>;
 struct Children;
 // Called once with an ask's reply (OK) or the reason there is none (see Actor::Ask).
 using AskContinuation = absl::AnyInvocable<void(EventHandlePtr& reply, const absl::Status& error)>;
-// Returns `type` as log lines show it ("0x00010004").
-std::string EventTypeName(EventType type);
 }  // namespace internal
 
 // Where and how an actor is registered.
@@ -195,8 +193,8 @@ class Actor : public internal::SmallPooled {
             on_reply(error);
           } else if (reply->type() != ReplyEvent::kEventType) {
             on_reply(absl::InvalidArgumentError("expected a reply of type " +
-                                                internal::EventTypeName(ReplyEvent::kEventType) +
-                                                ", got " + internal::EventTypeName(reply->type())));
+                                                EventTypeName(ReplyEvent::kEventType) + ", got " +
+                                                EventTypeName(reply->type())));
           } else if (reply->template Get<ReplyEvent>() == nullptr) {
             on_reply(absl::DataLossError("the reply's bytes did not parse"));
           } else {

@@ -157,8 +157,13 @@ class ActorSystem {
   //
   //   system->SubscribeDeadLetters(auditor);   // auditor handles kEvDeadLetter
   //
-  // A listener that ends is unsubscribed by the first EvDeadLetter that cannot reach it. The
-  // runtime's own notices (watches, EvTerminated, EvDeadLetter) are never dead letters.
+  // Lines and labels name the event type by its class (EventTypeName: "EvPing"; the number, as
+  // 0x%08x, for a type no class of the program declares). A listener that ends is unsubscribed by
+  // the first EvDeadLetter that cannot reach it. The runtime's own notices (watches, EvTerminated,
+  // EvDeadLetter) are never dead letters; nor is an event of the runtime's own event spaces (system
+  // and interconnect: a timer's EvWakeup, EvUndelivered, EvPoison, transport and session events)
+  // whose recipient has ended: those are dropped silently, counted in
+  // troupe_dropped_notices_total only.
 
   // Subscribes the local actor `listener` (again: no effect).
   void SubscribeDeadLetters(const ActorId& listener);

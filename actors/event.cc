@@ -1,17 +1,87 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/event.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 #include "actors/events.h"
+#include "actors/log.h"
+#include "actors/sync.h"
 
 namespace troupe {
+namespace {
+
+// The classes declared per event type number (internal::DeclareEventType).
+struct EventTypeRegistry {
+  troupe::Mutex mu;
+  absl::flat_hash_map<EventType, std::vector<const std::type_info*>> classes ABSL_GUARDED_BY(mu);
+};
+
+EventTypeRegistry& Registry() {
+  // Built on first use (declarations run during static initialization), never destroyed.
+  static auto* const registry = new EventTypeRegistry;
+  return *registry;
+}
+
+// "troupe::testutil::EvPing" -> "EvPing"; template arguments keep theirs.
+std::string ShortName(const std::type_info& type) {
+  std::string name = internal::TypeName(&type);
+  std::string_view head = name;
+  head = head.substr(0, head.find('<'));
+  const size_t colons = head.rfind("::");
+  return colons == std::string_view::npos ? name : name.substr(colons + 2);
+}
+
+}  // namespace
+
+namespace internal {
+
+bool DeclareEventType(EventType number, const std::type_info& type) {
+  EventTypeRegistry& registry = Registry();
+  troupe::MutexLock lock(&registry.mu);
+  std::vector<const std::type_info*>& classes = registry.classes[number];
+  if (std::none_of(classes.begin(), classes.end(),
+                   [&type](const std::type_info* known) { return *known == type; })) {
+    classes.push_back(&type);
+  }
+  return true;
+}
+
+}  // namespace internal
+
+std::string EventTypeName(EventType type) {
+  std::vector<const std::type_info*> classes;
+  {
+    EventTypeRegistry& registry = Registry();
+    troupe::MutexLock lock(&registry.mu);
+    if (auto it = registry.classes.find(type); it != registry.classes.end()) {
+      classes = it->second;
+    }
+  }
+  if (classes.empty()) {
+    return absl::StrFormat("0x%08x", type);
+  }
+  std::vector<std::string> names;
+  names.reserve(classes.size());
+  for (const std::type_info* known : classes) {
+    names.push_back(ShortName(*known));
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return absl::StrJoin(names, "|");
+}
 
 std::string EventBase::ToString() const { return absl::StrFormat("event 0x%08x", Type()); }
+
+std::string EventBase::TypeName() const { return ShortName(typeid(*this)); }
 
 EventHandle::EventHandle(ActorId recipient, ActorId sender, std::unique_ptr<EventBase> event,
                          uint32_t flags, uint64_t cookie, ActorId forward_to, uint64_t trace_id)
@@ -173,6 +243,11 @@ bool EvUndelivered::SerializeToString(std::string* out) const {
   return wire.AppendToString(out);
 }
 
+namespace {
+// EvUndelivered is built on EventBase directly: it declares its type itself.
+const bool undelivered_declared = internal::DeclareEventType(kEvUndelivered, typeid(EvUndelivered));
+}  // namespace
+
 std::unique_ptr<EvUndelivered> EvUndelivered::Load(std::string_view bytes) {
   proto::Undelivered wire;
   if (!wire.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -183,9 +258,9 @@ std::unique_ptr<EvUndelivered> EvUndelivered::Load(std::string_view bytes) {
 }
 
 std::string EvUndelivered::ToString() const {
-  return absl::StrFormat("undelivered(%s, source 0x%08x, cookie %u%s)",
-                         UndeliveredReasonName(reason), source_type, cookie,
-                         unsure ? ", unsure" : "");
+  return absl::StrFormat("undelivered(%s, source %s (0x%08x), cookie %u%s)",
+                         UndeliveredReasonName(reason), EventTypeName(source_type), source_type,
+                         cookie, unsure ? ", unsure" : "");
 }
 
 const char* TerminationReasonName(TerminationReason reason) {
@@ -224,9 +299,9 @@ std::string EvTerminated::ToString() const {
 }
 
 std::string EvDeadLetter::ToString() const {
-  return absl::StrFormat("dead-letter(%s, event 0x%08x from %s to %s cookie %u)",
-                         UndeliveredReasonName(reason), type, sender.ToString(),
-                         recipient.ToString(), cookie);
+  return absl::StrFormat("dead-letter(%s, event %s (0x%08x) from %s to %s cookie %u)",
+                         UndeliveredReasonName(reason), EventTypeName(type), type,
+                         sender.ToString(), recipient.ToString(), cookie);
 }
 
 }  // namespace troupe

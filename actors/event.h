@@ -35,6 +35,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 
 #include "absl/status/status.h"
 
@@ -62,6 +63,28 @@ constexpr EventType EventSpaceBegin(uint32_t space) { return space << kEventSpac
 constexpr bool InEventSpace(EventType type, uint32_t space) {
   return (type >> kEventSpaceBits) == space;
 }
+
+// -- event type names ------------------------------------------------------------------------
+//
+// Log lines, dead-letter lines and metric labels name event types by their classes ("EvPing"),
+// not by number. Every class built on EventLocal or EventPB declares its type number to a
+// registry once, before main (no cost when an event is made or sent); EventTypeName reads it.
+
+// Returns the name of the class declared with type `type`, without namespaces ("EvPing");
+// classes sharing a number are joined by "|" ("EvA|EvB"); a number no class of the program
+// declares reads "0x%08x" ("0x01000007").
+std::string EventTypeName(EventType type);
+
+namespace internal {
+// Declares `type` the class of event type `number` (EventLocal and EventPB do it for their
+// classes; a class built on EventBase directly may do it for itself). Returns true.
+bool DeclareEventType(EventType number, const std::type_info& type);
+template <typename Derived, EventType kType>
+struct EventTypeDeclaration {
+  // Initialized before main, for every class whose constructor the program contains.
+  static inline const bool declared = DeclareEventType(kType, typeid(Derived));
+};
+}  // namespace internal
 
 // -- events ----------------------------------------------------------------------------------
 
@@ -92,6 +115,8 @@ class EventBase : public internal::SmallPooled {
   virtual bool SerializeToArray(char* /*out*/, size_t /*size*/) const { return false; }
   // Returns a short human-readable description for logs.
   virtual std::string ToString() const;
+  // Returns the name of this event's class, without namespaces ("EvPing").
+  std::string TypeName() const;
 };
 
 // A local event: never serialized, never leaves its node.
@@ -99,6 +124,10 @@ template <typename Derived, EventType kType>
 class EventLocal : public EventBase {
  public:
   static constexpr EventType kEventType = kType;
+  // Names the type (EventTypeName): taking the address instantiates the declaration; no code.
+  EventLocal() noexcept {
+    static_cast<void>(&internal::EventTypeDeclaration<Derived, kType>::declared);
+  }
   EventType Type() const final { return kType; }
 };
 
@@ -109,8 +138,11 @@ class EventPB : public EventBase {
   static constexpr EventType kEventType = kType;
   using Proto = ProtoMessage;
 
-  EventPB() = default;
-  explicit EventPB(ProtoMessage message) : record(std::move(message)) {}
+  // Both name the type, as EventLocal's constructor does.
+  EventPB() { static_cast<void>(&internal::EventTypeDeclaration<Derived, kType>::declared); }
+  explicit EventPB(ProtoMessage message) : record(std::move(message)) {
+    static_cast<void>(&internal::EventTypeDeclaration<Derived, kType>::declared);
+  }
 
   EventType Type() const final { return kType; }
   bool IsSerializable() const final { return true; }

@@ -426,7 +426,7 @@ void TcpTransport::Established(const ConnectionPtr& c, bool incoming) {
     }
     c->remote = EndpointText(remote);
     c->fd = c->socket.native_handle();
-    system_->Send(c->owner, std::make_unique<EvConnectionUp>(c->id, incoming));
+    system_->Send(c->owner, std::make_unique<EvConnectionUp>(c->id, incoming, c->remote));
     if (!c->queued.empty()) {
       c->writing = true;
       flush = true;

@@ -390,7 +390,7 @@ void TlsTransport::Established(const ConnectionPtr& c, bool incoming) {
       return;
     }
     c->remote = EndpointText(remote);
-    system_->Send(c->owner, std::make_unique<EvConnectionUp>(c->id, incoming));
+    system_->Send(c->owner, std::make_unique<EvConnectionUp>(c->id, incoming, c->remote));
   }
   c->stream.async_handshake(incoming ? TlsStream::server : TlsStream::client,
                             [this, c](std::error_code error) {

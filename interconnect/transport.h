@@ -6,7 +6,8 @@
 //   | event               | when                                                               |
 //   |---------------------|--------------------------------------------------------------------|
 //   | EvConnectionUp      | an outgoing connection is established, or an incoming one accepted |
-//   |                     | (then it goes to the listener's acceptor, which may SetOwner)      |
+//   |                     | (then it goes to the listener's acceptor, which may SetOwner); it  |
+//   |                     | names the remote address                                           |
 //   | EvBytesReceived     | bytes arrived, in order, in chunks of any size                     |
 //   | EvConnectionDown    | the connection failed or was closed by the peer (reason inside);   |
 //   |                     | also when Connect fails. Nothing follows it for that id.           |
@@ -47,10 +48,15 @@ enum TransportEventType : EventType {
 static_assert(InEventSpace(kEvTransportEnd - 1, kInterconnectEventSpace));
 
 struct EvConnectionUp final : EventLocal<EvConnectionUp, kEvConnectionUp> {
-  EvConnectionUp(ConnectionId id, bool is_incoming) : connection(id), incoming(is_incoming) {}
+  EvConnectionUp(ConnectionId id, bool is_incoming, std::string remote_address = {})
+      : connection(id), incoming(is_incoming), remote(std::move(remote_address)) {}
   ConnectionId connection;
   // True for a connection accepted by a listener.
   bool incoming;
+  // "host:port" of the remote end, as Peer() says it when the connection comes up (empty when the
+  // transport has no addresses). The connection may go down, and Peer() forget it, before its
+  // owner asks: a refusal still names whom it refused.
+  std::string remote;
 };
 
 struct EvBytesReceived final : EventLocal<EvBytesReceived, kEvBytesReceived> {

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 
 #include "actors/events.h"
 #include "actors/internal/runtime.h"
@@ -13,8 +12,6 @@
 #include "actors/session_events.h"
 
 namespace troupe::internal {
-
-std::string EventTypeName(EventType type) { return absl::StrFormat("0x%08x", type); }
 
 bool ActorExtras::TryComplete(const ActorId& self, EventHandlePtr& ev) {
   const uint64_t id = ev->cookie();

@@ -334,6 +334,10 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
         ev->cookie(), ActorId(), ev->trace_id()));
     return;
   }
+  if (DeadLetters::IsNotice(ev->type(), reason)) {
+    dead_letters_.CountNotice();  // the runtime's own notice to an actor that has ended
+    return;
+  }
   dropped_[index].fetch_add(1, std::memory_order_relaxed);
   if (stopped()) {
     return;  // the events a stopping node frees are not dead letters
@@ -624,9 +628,9 @@ void Runtime::WatchdogLoop() {
         watch.reported = true;
         pool.CountStuckReport();
         TROUPE_LOG(kWarn, kActors) << absl::StrFormat(
-            "stuck actor %s (%s) has been handling event 0x%08x for at least %s on pool %s "
+            "stuck actor %s (%s) has been handling event %s (0x%08x) for at least %s on pool %s "
             "worker %u",
-            actor.ToString(), TypeName(actor_type), type,
+            actor.ToString(), TypeName(actor_type), EventTypeName(type), type,
             absl::FormatDuration(absl::Trunc(now - watch.since, absl::Milliseconds(1))),
             pool.settings().name, w);
       }

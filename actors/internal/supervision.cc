@@ -154,8 +154,8 @@ void Runtime::OnHandlerFailure(Actor* actor, EventType type, std::string what) {
   failed_actors_.fetch_add(1, std::memory_order_relaxed);
   if (actor->siblings_ == nullptr) {
     TROUPE_LOG(kError, kActors) << absl::StrFormat(
-        "actor %s ended: exception from handler of event 0x%08x: %s", actor->self_.ToString(), type,
-        what);
+        "actor %s ended: exception from handler of event %s (0x%08x): %s", actor->self_.ToString(),
+        EventTypeName(type), type, what);
     actor->passed_away_ = true;
     if (actor->extras_ != nullptr) {
       actor->extras_->failed = true;
@@ -164,9 +164,9 @@ void Runtime::OnHandlerFailure(Actor* actor, EventType type, std::string what) {
   }
   const ActorId parent = actor->siblings_->parent;
   TROUPE_LOG(kWarn, kActors) << absl::StrFormat(
-      "actor %s failed: exception from handler of event 0x%08x (dropped): %s; its events are "
+      "actor %s failed: exception from handler of event %s (0x%08x) (dropped): %s; its events are "
       "held until its parent %s decides",
-      actor->self_.ToString(), type, what, parent.ToString());
+      actor->self_.ToString(), EventTypeName(type), type, what, parent.ToString());
   ActorExtras& extras = actor->Extras();
   extras.awaiting_directive = true;
   auto failed = std::make_unique<EvChildFailed>();

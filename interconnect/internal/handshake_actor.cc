@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 
 #include "actors/events.h"
 #include "actors/log.h"
@@ -34,13 +35,14 @@ class HandshakeActor final : public Actor {
         proxy_(proxy),
         hello_(std::move(hello)) {}
   // Incoming.
-  HandshakeActor(HandshakeSettings settings, ConnectionId connection, const ActorId& listener,
-                 std::shared_ptr<PeerTable> peers)
+  HandshakeActor(HandshakeSettings settings, ConnectionId connection, std::string remote,
+                 const ActorId& listener, std::shared_ptr<PeerTable> peers)
       : Actor(&HandshakeActor::StateReading),
         settings_(std::move(settings)),
         peers_(std::move(peers)),
         listener_(listener),
-        conn_(connection) {}
+        conn_(connection),
+        address_(std::move(remote)) {}
 
   ~HandshakeActor() override {
     if (conn_ != 0) {
@@ -58,7 +60,9 @@ class HandshakeActor final : public Actor {
   void Bootstrap() override {
     ScheduleWakeup(settings_.timeout);
     if (incoming()) {
-      address_ = settings_.transport->Peer(conn_).address;
+      if (address_.empty()) {
+        address_ = settings_.transport->Peer(conn_).address;
+      }
       gate_.Begin(listener_);
       return;
     }
@@ -88,7 +92,8 @@ class HandshakeActor final : public Actor {
       return;
     }
     up_ = true;
-    address_ = settings_.transport->Peer(conn_).address;
+    address_ =
+        !ev.Get()->remote.empty() ? ev.Get()->remote : settings_.transport->Peer(conn_).address;
     std::string bytes;
     AppendHandshake(hello_, &bytes);
     settings_.transport->Write(conn_, std::move(bytes));
@@ -196,11 +201,12 @@ class HandshakeActor final : public Actor {
     if (address.empty()) {
       address = address_;
     }
+    // Named before a connection that is down is forgotten (conn_ 0).
+    const std::string from = address.empty() ? absl::StrCat("connection ", conn_) : address;
     if (down) {
       conn_ = 0;  // nothing to close, nobody to answer
     }
     if (incoming()) {
-      const std::string from = address.empty() ? absl::StrCat("connection ", conn_) : address;
       const std::string claims = claimed_ != 0 ? absl::StrCat(" (node ", claimed_, ")") : "";
       const std::string line =
           absl::StrCat("refused incoming connection from ", from, claims, ": ", reason);
@@ -210,6 +216,7 @@ class HandshakeActor final : public Actor {
       } else {
         TROUPE_LOG(kDebug, kInterconnect) << line;
       }
+      NoteRefusal(from, reason);
       if (conn_ == 0) {
         PassAway();
         return;
@@ -234,6 +241,17 @@ class HandshakeActor final : public Actor {
       TROUPE_LOG(kDebug, kInterconnect) << line;
     }
     Fail(Kind::kRefused, status);
+  }
+
+  // Incoming: tells the channel of the node the dialler claims to be why there is no session
+  // (WaitForSession says it); a node that is no member has no channel and is only logged.
+  void NoteRefusal(const std::string& from, const std::string& reason) {
+    PeerChannel* channel = claimed_ != 0 && peers_ != nullptr ? peers_->Find(claimed_) : nullptr;
+    if (channel != nullptr) {
+      channel->NoteFailure(absl::StrCat(
+          "node ", claimed_, " dialled this node from ", from, " and was refused: ", reason, " at ",
+          absl::FormatTime("%Y-%m-%d %H:%M:%E3S UTC", Now(), absl::UTCTimeZone())));
+    }
   }
 
   bool Report(RefusalLog::Direction direction, std::string_view remote, std::string_view reason) {
@@ -375,10 +393,10 @@ std::unique_ptr<Actor> MakeOutgoingHandshake(HandshakeSettings settings, NodeEnd
 }
 
 std::unique_ptr<Actor> MakeIncomingHandshake(HandshakeSettings settings, ConnectionId connection,
-                                             const ActorId& listener,
+                                             std::string remote, const ActorId& listener,
                                              std::shared_ptr<PeerTable> peers) {
-  return std::make_unique<HandshakeActor>(std::move(settings), connection, listener,
-                                          std::move(peers));
+  return std::make_unique<HandshakeActor>(std::move(settings), connection, std::move(remote),
+                                          listener, std::move(peers));
 }
 
 }  // namespace troupe::interconnect

@@ -37,10 +37,12 @@ class Listener final : public Actor {
   void HandleConnectionUp(EventPtr<EvConnectionUp> ev) {
     const ConnectionId connection = ev.Get()->connection;
     const ActorId handshake =
-        Register(MakeIncomingHandshake(settings_, connection, SelfId(), peers_), handshakes_);
+        Register(MakeIncomingHandshake(settings_, connection, ev.Get()->remote, SelfId(), peers_),
+                 handshakes_);
     if (handshake.IsEmpty()) {
-      TROUPE_LOG(kWarn, kInterconnect)
-          << "refused incoming connection " << connection << ": no handshake actor";
+      TROUPE_LOG(kWarn, kInterconnect) << "refused incoming connection from "
+                                       << (ev.Get()->remote.empty() ? "?" : ev.Get()->remote)
+                                       << " (connection " << connection << "): no handshake actor";
       settings_.transport->Close(connection);
       return;
     }

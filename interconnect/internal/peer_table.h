@@ -135,7 +135,8 @@ struct PeerChannel {
     stats.up.store(up, std::memory_order_relaxed);
     session_up_ = up;
   }
-  // Proxy: why the last attempt to reach the peer, or the last session, failed.
+  // Proxy: why the last attempt to reach the peer, or the last session, failed. Incoming
+  // handshake: why the peer's last connection to this node was refused.
   void NoteFailure(std::string why) {
     troupe::MutexLock lock(&session_mu_);
     last_failure_ = std::move(why);

@@ -67,9 +67,10 @@ class PipeTransport final : public Transport {
     server_end.owner = listener->second.second;
     server_end.peer = client;
     server_end.remote = absl::StrCat("pipe-from-node", system_->node_id(), ":", client);
-    system_->Send(owner, std::make_unique<EvConnectionUp>(client, /*is_incoming=*/false));
-    server_end.system->Send(server_end.owner,
-                            std::make_unique<EvConnectionUp>(server, /*is_incoming=*/true));
+    system_->Send(
+        owner, std::make_unique<EvConnectionUp>(client, /*is_incoming=*/false, client_end.remote));
+    server_end.system->Send(server_end.owner, std::make_unique<EvConnectionUp>(
+                                                  server, /*is_incoming=*/true, server_end.remote));
     if (!network_->certificates_.empty() &&
         (!network_->certificates_.contains(system_) ||
          !network_->certificates_.contains(server_end.system))) {

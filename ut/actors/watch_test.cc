@@ -334,5 +334,61 @@ TEST(DeadLetterTest, LogLinesAreRateLimitedAndTheNextLineCountsTheOnesNotLogged)
   EXPECT_TRUE(absl::StrContains(lines.back(), "to " + dead.ToString())) << lines.back();
 }
 
+// Dead-letter lines, counts and metric labels name the event's type, as its class is called.
+TEST(DeadLetterTest, LinesAndMetricLabelsNameTheEventType) {
+  CapturingLogSink sink;
+  TestRuntime runtime = Nodes(1);
+  const ActorId dead = runtime.Register(std::make_unique<Target>());
+  runtime.Send(dead, std::make_unique<EvPoison>());
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  runtime.Send(dead, std::make_unique<EvValue>(1));
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  const std::vector<std::string> lines = sink.LinesWith("dead letter (actor-not-found)");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(lines[0], absl::StrFormat("event EvValue (0x%08x)", kEvValue)))
+      << lines[0];
+  EXPECT_EQ(runtime.node().metrics().Value("troupe_dead_letters_total",
+                                           {{"type", "EvValue"}, {"reason", "actor-not-found"}}),
+            1);
+  EXPECT_EQ(EventTypeName(kEvValue), "EvValue");
+  EXPECT_EQ(EventTypeName(kEvWakeup), "EvWakeup");
+  EXPECT_EQ(EventTypeName(EventSpaceBegin(kUserEventSpace + 77)),
+            absl::StrFormat("0x%08x", EventSpaceBegin(kUserEventSpace + 77)))
+      << "a type no event class names";
+}
+
+// Schedules a wake-up and ends before it is due.
+class Sleeper final : public Actor {
+ public:
+  Sleeper() : Actor(&Sleeper::StateWork) {}
+
+ private:
+  void Bootstrap() override {
+    ScheduleWakeup(absl::Seconds(1));
+    PassAway();
+  }
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+};
+
+// The runtime's own notices to an actor that has ended (here a timer's EvWakeup) are no dead
+// letters: not logged, not counted as such, not described to listeners; only counted apart.
+TEST(DeadLetterTest, ATimerWakeupOfAnEndedActorIsNoDeadLetter) {
+  CapturingLogSink sink;
+  TestRuntime runtime = Nodes(1);
+  std::vector<std::string> seen;
+  runtime.node().SubscribeDeadLetters(runtime.Register(std::make_unique<Auditor>(&seen)));
+  runtime.Register(std::make_unique<Sleeper>());
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  ASSERT_TRUE(runtime.AdvanceTime(absl::Seconds(2)));
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(runtime.node().metrics().Sum("troupe_dropped_notices_total"), 1)
+      << "the wake-up did reach the ended actor";
+  EXPECT_TRUE(sink.LinesWith("dead letter").empty()) << sink.LinesWith("dead letter").front();
+  EXPECT_TRUE(runtime.node().DeadLetterCounts().empty());
+  EXPECT_EQ(runtime.node().metrics().Sum("troupe_dead_letters_total"), 0);
+  EXPECT_EQ(runtime.node().Counters().dropped_events, 0u);
+  EXPECT_TRUE(seen.empty());
+}
+
 }  // namespace
 }  // namespace troupe

@@ -21,14 +21,17 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -559,6 +562,68 @@ TEST_F(TlsClusterTest, ANodeClaimingAnotherNodesIdIsRefused) {
   Start(2, Certs::Options("node3"), /*spy=*/true);
   // Node 1 dials, sees node 3's certificate and node 2's hello (the handshake's check).
   ExpectRefused(sink, {"a certificate for node 3"});
+}
+
+// Blocks its pool's thread on EvKick until `release` is notified (bounded by kWait), after
+// notifying `blocking`.
+class PoolBlocker final : public Actor {
+ public:
+  PoolBlocker(absl::Notification* blocking, absl::Notification* release)
+      : Actor(&PoolBlocker::StateWork), blocking_(blocking), release_(release) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() == testutil::kEvKick) {
+      blocking_->Notify();
+      release_->WaitForNotificationWithTimeout(kWait);
+      return;
+    }
+    Unhandled(ev);
+  }
+
+  absl::Notification* const blocking_;
+  absl::Notification* const release_;
+};
+
+// A TLS handshake that fails on an accepted connection can end it before the accepting side's
+// handshake actor has asked the transport who it was (here forced: node 2's interconnect pool is
+// held until the transport has closed and forgotten the connection). The refusal line still
+// names the remote end.
+TEST_F(TlsClusterTest, ARefusedIncomingTlsConnectionIsNamedByItsAddress) {
+  CapturingLogSink sink;
+  Start(2, Certs::Options("foreign-node2", "foreign-ca"), /*spy=*/true);
+  absl::Notification blocking;
+  absl::Notification release;
+  const absl::StatusOr<uint32_t> ic_pool = system(2).PoolIndex("IC");
+  ASSERT_TRUE(ic_pool.ok()) << ic_pool.status();
+  const ActorId blocker =
+      system(2).Register(std::make_unique<PoolBlocker>(&blocking, &release), {.pool = *ic_pool});
+  system(2).Send(blocker, std::make_unique<testutil::EvKick>());
+  ASSERT_TRUE(blocking.WaitForNotificationWithTimeout(kWait));
+  // Node 1 dials; node 2's TLS handshake refuses node 1's certificate (of a CA node 2 does not
+  // trust) and the alert tells node 1. Node 2's first connection (id 1: it dials nobody) is then
+  // closed and forgotten by its transport, while its listener has not even seen it come up.
+  Start(1, Certs::Options("node1"));
+  const bool dialler_refused =
+      testutil::Eventually([&] { return !sink.LinesWith("node 2 at 127.0.0.1:").empty(); }, kWait);
+  const bool forgotten =
+      testutil::Eventually([&] { return nodes_[1].spy->Peer(1).address.empty(); }, kWait);
+  release.Notify();
+  ASSERT_TRUE(dialler_refused) << absl::StrJoin(sink.Lines(), "\n");
+  ASSERT_TRUE(forgotten);
+  ASSERT_TRUE(testutil::Eventually(
+      [&] { return !sink.LinesWith("refused incoming connection from").empty(); }, kWait))
+      << absl::StrJoin(sink.Lines(), "\n");
+  // "... from 127.0.0.1:<port>: TLS: ..."
+  const std::string_view from = "refused incoming connection from 127.0.0.1:";
+  for (const std::string& line : sink.LinesWith("refused incoming connection from")) {
+    const size_t at = line.find(from);
+    ASSERT_NE(at, std::string::npos) << line;
+    const size_t port = at + from.size();
+    const size_t end = line.find_first_not_of("0123456789", port);
+    EXPECT_GT(end, port) << line;
+    EXPECT_EQ(line.compare(end, 7, ": TLS: "), 0) << line;
+  }
 }
 
 TEST(TlsConfigTest, ABadFileFailsTheStartNamingTheField) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
@@ -150,6 +151,65 @@ TEST(HardeningTest, UnauthenticatedConnectionsAreRefusals) {
   EXPECT_GE(Refusals(rt, 1, "outgoing"), 4);
   EXPECT_LE(Refusals(rt, 1, "outgoing"), 10);
   EXPECT_EQ(Refusals(rt, 2, "incoming"), Refusals(rt, 1, "outgoing"));
+}
+
+// A transport that refuses the dialler's credentials reports the connection down before the
+// accepting side has asked who it was: the refusal line still names the remote address.
+TEST(HardeningTest, AnUnauthenticatedIncomingConnectionIsNamedByItsAddress) {
+  CapturingLogSink sink;
+  PipeCluster cluster(2);
+  TestRuntime& rt = *cluster.runtime;
+  cluster.network.SetCertificate(&rt.node(2), 2);  // node 1 has none
+  rt.AdvanceTime(absl::Seconds(1));
+  const std::vector<std::string> lines = sink.LinesWith("refused incoming connection from");
+  ASSERT_FALSE(lines.empty());
+  for (const std::string& line : lines) {
+    EXPECT_NE(line.find("refused incoming connection from pipe-from-node1:"), std::string::npos)
+        << line;
+  }
+}
+
+// Nodes of different clusters: the node that refuses the dialler says so when asked why there is
+// no session, naming the refusal (not "it has not dialled").
+TEST(HardeningTest, WaitForSessionNamesAnIncomingRefusal) {
+  CapturingLogSink sink;
+  PipeCluster cluster(2, 1, nullptr, absl::Microseconds(50), {},
+                      [](NodeId node, proto::InterconnectConfig& ic) {
+                        ic.set_cluster_id(node == 1 ? "blue" : "green");
+                      });
+  TestRuntime& rt = *cluster.runtime;
+  rt.AdvanceTime(absl::Seconds(2));
+  ASSERT_GE(Refusals(rt, 2, "incoming"), 1);
+  const absl::Status status = cluster.ics[2]->WaitForSession(1, absl::ZeroDuration());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "node 1 dialled this node from pipe-from-node1:"))
+      << status;
+  EXPECT_TRUE(absl::StrContains(
+      status.message(),
+      "and was refused: node 1 belongs to cluster \"blue\"; this node belongs to \"green\" at "))
+      << status;
+  // The dialler names the refusal it was told.
+  const absl::Status dialler = cluster.ics[1]->WaitForSession(2, absl::ZeroDuration());
+  EXPECT_TRUE(absl::StrContains(dialler.message(), "it refused the connection: node 1 belongs"))
+      << dialler;
+}
+
+// The handshake actors end once their connections are handed over; their timeouts fire later,
+// into nobody. Those wake-ups are the runtime's own: no dead letters in a healthy run.
+TEST(HardeningTest, HandshakeTimersAfterTheHandshakeAreNoDeadLetters) {
+  CapturingLogSink sink;
+  PipeCluster cluster(2);
+  TestRuntime& rt = *cluster.runtime;
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+  rt.AdvanceTime(absl::Seconds(10));  // past the handshake timeout (dead_peer_timeout, 3 s)
+  ASSERT_TRUE(cluster.Up(1, 2));
+  int64_t notices = 0;
+  for (NodeId node : {1u, 2u}) {
+    notices += rt.node(node).metrics().Sum("troupe_dropped_notices_total");
+    EXPECT_TRUE(rt.node(node).DeadLetterCounts().empty()) << "node " << node;
+  }
+  EXPECT_GE(notices, 2) << "a timer of each side's handshake actor fired after it ended";
+  EXPECT_EQ(CountLines(sink, "dead letter"), 0u) << sink.LinesWith("dead letter").front();
 }
 
 // A connection that fails every time it carries frames (here: a bit flipped in its first write)
