@@ -289,7 +289,11 @@ StressResult RunStress(Mailbox& mailbox, int writers, int64_t per_writer, int pa
   };
 
   auto reader = [&](int r) {
-    const absl::Time deadline = absl::Now() + testutil::WaitTimeout();
+    // A reader gives up when nothing moved for WaitTimeout (no event popped by either reader),
+    // not after WaitTimeout in all: on a loaded machine the whole run may take longer than that
+    // while every activation still comes.
+    absl::Time deadline = absl::Now() + testutil::WaitTimeout();
+    int64_t seen_popped = 0;
     uint64_t consumed = 0;
     while (true) {
       if (granted[r].load(std::memory_order_acquire) == consumed) {
@@ -298,7 +302,11 @@ StressResult RunStress(Mailbox& mailbox, int writers, int64_t per_writer, int pa
             granted[r].load(std::memory_order_acquire) == consumed) {
           return;
         }
-        if (absl::Now() > deadline) {
+        if (const int64_t now_popped = popped.load(std::memory_order_relaxed);
+            now_popped != seen_popped) {
+          seen_popped = now_popped;
+          deadline = absl::Now() + testutil::WaitTimeout();
+        } else if (absl::Now() > deadline) {
           timed_out.store(true, std::memory_order_relaxed);
           return;
         }
@@ -365,7 +373,8 @@ void ExpectCleanStress(Mailbox& mailbox, int writers, int64_t per_writer, int pa
   const StressResult r = RunStress(mailbox, writers, per_writer, pause_every);
   const int64_t total = per_writer * writers;
   ASSERT_FALSE(r.timed_out) << "a reader waited " << testutil::WaitTimeout()
-                            << " for an activation: popped " << r.popped << " of " << total;
+                            << " for an activation while no event was popped: popped " << r.popped
+                            << " of " << total;
   EXPECT_EQ(r.double_owned, 0u) << "the mailbox was owned by two threads at once";
   EXPECT_EQ(r.popped, total) << "events lost or duplicated";
   EXPECT_EQ(r.order_errors, 0u) << "per-writer FIFO broken";
