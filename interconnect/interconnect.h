@@ -18,6 +18,9 @@
 //     the bytes held for its node past max_queued_bytes with Undelivered{kOverloaded} (the bound
 //     covers every queue between Send and the socket: events waiting, frames not acknowledged,
 //     the transport's copy; troupe_session_overloaded_total and _held_bytes show the pressure).
+//     The runtime's own EvWatch, EvUnwatch, EvTerminated and EvUndelivered are never refused
+//     for it (they keep Actor::Watch's and kTrackDelivery's promises): they are charged, can
+//     take the bytes held a little past the bound, and are given back like any event.
 //     An event's bytes are given back as soon as its node acknowledges it, before any event that
 //     node sent after receiving it is delivered here: a sender that sends more only as replies
 //     come back, with at most W bytes unanswered, is never refused while W (and about 140 bytes

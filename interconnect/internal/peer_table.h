@@ -98,6 +98,8 @@ struct PeerChannel {
     }
     return true;
   }
+  // Charges `bytes` to the budget whatever it holds (the router's control events).
+  void Charge(uint64_t bytes) { held_bytes.fetch_add(bytes, std::memory_order_relaxed); }
   void Release(uint64_t bytes) {
     if (bytes != 0) {
       held_bytes.fetch_sub(bytes, std::memory_order_relaxed);

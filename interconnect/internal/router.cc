@@ -5,11 +5,30 @@
 
 #include "absl/status/status.h"
 
+#include "actors/events.h"
 #include "actors/log.h"
 #include "interconnect/internal/events.h"
 #include "interconnect/internal/stream.h"
 
 namespace troupe::interconnect {
+namespace {
+
+// The runtime's own events that cross nodes to keep the Watch and Undelivered promises: charged
+// to the peer's budget but never refused for it (see the table in router.h). A switch over four
+// system types compiles to a range check and a bit test.
+constexpr bool PassesTheBudget(EventType type) {
+  switch (type) {
+    case kEvWatch:
+    case kEvUnwatch:
+    case kEvTerminated:
+    case kEvUndelivered:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
 
 void Router::Route(EventHandlePtr ev) {
   // acquire: pairs with the release in Close; a router seen closed is drained or draining.
@@ -33,7 +52,9 @@ void Router::Route(EventHandlePtr ev) {
     ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kTooLarge);
     return;
   }
-  if (!channel->Admit(HeldCharge(*ev), admit_limit_)) {
+  if (PassesTheBudget(ev->type())) [[unlikely]] {
+    channel->Charge(HeldCharge(*ev));
+  } else if (!channel->Admit(HeldCharge(*ev), admit_limit_)) {
     SessionStats::Bump(channel->stats.overloaded);
     ReportUndelivered(*system_, std::move(ev), UndeliveredReason::kOverloaded);
     return;

@@ -9,7 +9,8 @@
 //   | a local event (no protobuf body)           | Undelivered{kNotSerializable}              |
 //   | serialized larger than max_event_size      | Undelivered{kTooLarge}                     |
 //   | its HeldCharge would take the bytes held   | Undelivered{kOverloaded}, counted in       |
-//   | for the peer past the admit limit          | troupe_session_overloaded_total{peer}      |
+//   | for the peer past the admit limit, and it  | troupe_session_overloaded_total{peer}      |
+//   | is not a runtime control event (below)     |                                            |
 //   | otherwise                                  | the peer's channel, and one EvKick to its  |
 //   |                                            | proxy per batch routed while none is on    |
 //   |                                            | its way                                    |
@@ -17,6 +18,13 @@
 // a proxy) on the first event routed to it. The admit limit is max_queued_bytes less
 // max_unacked_bytes: the transport may hold a second copy of up to max_unacked_bytes of frames
 // the kernel has not taken yet, so everything held for a peer stays under max_queued_bytes.
+// The runtime's control events that keep a promise across nodes (EvWatch, EvUnwatch,
+// EvTerminated, EvUndelivered; actors/events.h) pass the admit limit: refusing one would break
+// the promise (a lost EvTerminated, a watch ended kNodeLost with the session alive, a tracked
+// event with no outcome). They are small (a few hundred bytes charged) and few (one per watch,
+// one per tracked event the peer could not deliver), and still charged and given back like any
+// event, so the held bytes may pass the admit limit by their sum and return to 0. They are
+// recognized by type, a bit test on the send path; a user event of those types passes too.
 // An event's charge is given back when the peer acknowledges it, before the proxy delivers any
 // event of the frame that carried the acknowledgement (the peer wrote those after reading it). So
 // a sender that sends more only as replies come back, keeping events of at most W charged bytes

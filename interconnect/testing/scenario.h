@@ -28,11 +28,6 @@
 //      workloads started; pending timers within the interconnect's own; no GoogleTest failure
 //      recorded meanwhile (the test runtime's own checks).
 //
-// Not failed but counted (the watch workload's summary, unanswered-under-overload): a watch
-// that got no EvTerminated while the interconnect refused events with kOverloaded. The router
-// refuses an EvTerminated past the peer's byte budget like any event, and the notice is untracked,
-// so the watcher hears nothing; a refused watch request ends as kNodeLost, also excused then.
-//
 // A failed scenario's result carries the violations and a one-line replay command
 // (`<replay_prefix> --seed=N`). ScenarioMain is a ready main() for a campaign binary:
 //   troupe_sim --seed=N                 one seed, its summary and fingerprint
@@ -85,8 +80,7 @@ class ScenarioContext {
   // nothing is lost, and every tracked event is delivered unless refused for its size or the
   // peer's budget (kTooLarge, kOverloaded); no watch ends with kNodeLost.
   bool LossFree() const;
-  // Events the interconnects refused with kOverloaded so far, summed over the live nodes' sessions
-  // (a refused watch request ends the watch with kNodeLost though no session ended).
+  // Events the interconnects refused with kOverloaded so far, summed over the live nodes' sessions.
   uint64_t Overloaded() const;
   // The node's interconnect config as the node runs it (limits differ between nodes).
   const proto::InterconnectConfig& config(NodeId node) const;

@@ -262,19 +262,11 @@ class WatchWorkload final : public Workload {
       if (r.at == absl::Time() || r.at <= context.LastStop(r.watcher_node)) {
         continue;  // the watcher's node died (the watcher with it)
       }
-      if (r.notices == 0 && context.Overloaded() > 0) {
-        // The interconnect refuses an EvTerminated past the peer's byte budget like any event,
-        // and the notice is untracked: the refusal is a dead letter and the watcher hears
-        // nothing. Counted, not failed, until control events bypass the budget.
-        ++unanswered_under_overload_;
-        continue;
-      }
       if (r.notices == 0) {
         violations->push_back(absl::StrCat(what, ": no EvTerminated"));
         continue;
       }
-      if (r.reason == TerminationReason::kNodeLost && context.LossFree() &&
-          context.Overloaded() == 0) {
+      if (r.reason == TerminationReason::kNodeLost && context.LossFree()) {
         violations->push_back(absl::StrCat(what, ": node-lost, though no session ended"));
       }
       if (r.reason == TerminationReason::kFailed &&
@@ -292,8 +284,7 @@ class WatchWorkload final : public Workload {
       }
     }
     std::string out =
-        absl::StrCat("children=", ledger_.children.size(), " watches=", ledger_.watches.size(),
-                     " unanswered-under-overload=", unanswered_under_overload_);
+        absl::StrCat("children=", ledger_.children.size(), " watches=", ledger_.watches.size());
     for (const auto& [reason, count] : reasons) {
       absl::StrAppend(&out, " ", TerminationReasonName(reason), "=", count);
     }
@@ -310,7 +301,6 @@ class WatchWorkload final : public Workload {
   std::vector<ActorId> supervisors_;
   std::vector<ActorId> watchers_;
   std::map<NodeId, std::set<ActorId>> watched_;
-  uint64_t unanswered_under_overload_ = 0;
   bool quiet_ = false;
 };
 

@@ -3,7 +3,8 @@
 // The interconnect against misconfigured peers and overload, under the deterministic runtime over
 // pipes: limits agreed at the handshake, refusals both sides can read (logged once, counted,
 // redialled with backoff), failed connections that must not become a reconnect storm, the bytes
-// held per peer, certificates that must name the node, and events sent around a peer's restart.
+// held per peer and the control events that pass them, certificates that must name the node, and
+// events sent around a peer's restart.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 
+#include "actors/actor.h"
 #include "actors/events.h"
 #include "actors/log.h"
 #include "actors/session_events.h"
@@ -330,6 +332,106 @@ TEST(HardeningTest, HeldBytesPerPeerAreBoundedAndOverloadIsReported) {
   rt.AdvanceTime(absl::Milliseconds(500));
   EXPECT_EQ(cluster.Session(1, 2).held_bytes, 0u) << "everything acknowledged gave its bytes back";
   EXPECT_EQ(cluster.Session(1, 2).sessions, 1u);
+}
+
+// Watches `target` in Bootstrap and forwards its EvTerminated to `report_to`.
+class WatchForwarder final : public Actor {
+ public:
+  WatchForwarder(ActorId target, ActorId report_to)
+      : Actor(&WatchForwarder::StateWork), target_(target), report_to_(report_to) {}
+
+ private:
+  void Bootstrap() override { Watch(target_); }
+  TROUPE_STATE(StateWork) {
+    if (ev->type() == kEvTerminated) {
+      Forward(ev, report_to_);
+    } else {
+      Unhandled(ev);
+    }
+  }
+
+  ActorId target_;
+  ActorId report_to_;
+};
+
+// The runtime's control events pass a spent byte budget (router.h): with the links stalled and
+// both nodes' budgets for each other full of data, a watched actor on node 2 that ends still
+// reaches its watcher on node 1 (kStopped), and a watch node 1 asks for then still reaches its
+// target on node 2 (kStopped later, not kNodeLost at once). Neither is refused, and their bytes
+// are charged and given back like any event's.
+TEST(HardeningTest, ControlEventsPassASpentBudget) {
+  constexpr uint64_t kUnacked = 1u << 20;
+  constexpr uint64_t kQueued = 4u << 20;
+  PipeCluster cluster(2, 1, [](proto::InterconnectConfig& ic) {
+    ic.set_max_unacked_bytes(kUnacked);
+    ic.set_max_event_size(1u << 20);
+    ic.set_max_queued_bytes(kQueued);
+    ic.set_dead_peer_timeout_ms(60'000);
+  });
+  TestRuntime& rt = *cluster.runtime;
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+  testutil::SequenceLog log;
+  const ActorId sink_one = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 1);
+  const ActorId sink_two = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 2);
+  const ActorId ended = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 2);
+  const ActorId watched_late = rt.Register(std::make_unique<testutil::SequenceChecker>(&log), 2);
+  const ActorId report = rt.AllocateEdgeActor(1);
+  rt.Register(std::make_unique<WatchForwarder>(ended, report), 1);
+  rt.DispatchUntil([] { return false; }, Within(absl::Milliseconds(100)));  // the watch is in
+
+  for (const ConnectionId id : cluster.network.ConnectionIds()) {
+    cluster.network.Stall(id);
+  }
+  const ActorId edge_one = rt.AllocateEdgeActor(1);
+  const ActorId edge_two = rt.AllocateEdgeActor(2);
+  for (uint64_t seq = 1; seq <= 128; ++seq) {  // 8 MiB each way: twice the budget
+    rt.Send(std::make_unique<EventHandle>(sink_two, edge_one, testutil::MakeData(seq, 64 << 10)));
+    rt.Send(std::make_unique<EventHandle>(sink_one, edge_two, testutil::MakeData(seq, 64 << 10)));
+    if (seq % 16 == 0) {
+      rt.DispatchUntil([] { return false; }, Within(absl::Milliseconds(1)));
+    }
+  }
+  // What is left of each budget is less than a 64 KiB event; tiny events (a smaller body than a
+  // control event's) take it until one is refused.
+  auto top_up = [&](NodeId from, const ActorId& sender, const ActorId& to) {
+    const uint64_t before = cluster.Session(from, to.node_id()).overloaded;
+    for (uint64_t seq = 1; seq <= 4096; ++seq) {
+      rt.Send(std::make_unique<EventHandle>(to, sender, testutil::MakeData(seq)));
+      if (cluster.Session(from, to.node_id()).overloaded > before) {
+        return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(top_up(1, edge_one, sink_two)) << "node 1's budget for node 2 is spent";
+  ASSERT_TRUE(top_up(2, edge_two, sink_one)) << "node 2's budget for node 1 is spent";
+  const uint64_t refused_one = cluster.Session(1, 2).overloaded;
+  const uint64_t refused_two = cluster.Session(2, 1).overloaded;
+
+  rt.Send(std::make_unique<EventHandle>(ended, ActorId(), std::make_unique<EvPoison>()), 2);
+  rt.Register(std::make_unique<WatchForwarder>(watched_late, report), 1);
+  rt.DispatchUntil([] { return false; }, Within(absl::Milliseconds(100)));
+  EXPECT_EQ(cluster.Session(1, 2).overloaded, refused_one) << "the EvWatch was admitted";
+  EXPECT_EQ(cluster.Session(2, 1).overloaded, refused_two) << "the EvTerminated was admitted";
+  EXPECT_TRUE(rt.TakeEdgeEvents(report).empty()) << "nothing came back while the links stall";
+
+  for (const ConnectionId id : cluster.network.ConnectionIds()) {
+    cluster.network.Resume(id);
+  }
+  const auto first = rt.GrabEdgeEvent<EvTerminated>(report, Within(absl::Seconds(30)));
+  ASSERT_TRUE(first) << "the watcher heard that its target ended";
+  EXPECT_EQ(first->target(), ended);
+  EXPECT_EQ(first->reason(), TerminationReason::kStopped);
+  rt.DispatchUntil([] { return false; }, Within(absl::Milliseconds(100)));  // the late watch is in
+  EXPECT_TRUE(rt.TakeEdgeEvents(report).empty()) << "the late watch did not end at once";
+  rt.Send(std::make_unique<EventHandle>(watched_late, ActorId(), std::make_unique<EvPoison>()), 2);
+  const auto second = rt.GrabEdgeEvent<EvTerminated>(report, Within(absl::Seconds(30)));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->target(), watched_late);
+  EXPECT_EQ(second->reason(), TerminationReason::kStopped);
+  rt.AdvanceTime(absl::Milliseconds(500));
+  EXPECT_EQ(cluster.Session(1, 2).held_bytes, 0u) << "every charge was given back";
+  EXPECT_EQ(cluster.Session(2, 1).held_bytes, 0u) << "every charge was given back";
 }
 
 // Case 5 of issue 15: node 2 is killed and restarted while node 1 keeps sending untracked pings

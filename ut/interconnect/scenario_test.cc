@@ -149,5 +149,20 @@ TEST(ScenarioRegressionTest, Seed6459) {
   EXPECT_TRUE(result.ok()) << Describe(result);
 }
 
+// Seeds 733 and 750: a peer's byte budget was spent when a watched actor ended (or a watch was
+// asked for); the router refused the EvTerminated (or the EvWatch) with kOverloaded like a user
+// event, so the watcher heard nothing (or kNodeLost though no session ended). The runtime's
+// control events now pass the budget (interconnect/internal/router.h).
+
+TEST(ScenarioRegressionTest, Seed733) {
+  const ScenarioResult result = RunScenario(733);
+  EXPECT_TRUE(result.ok()) << Describe(result);
+}
+
+TEST(ScenarioRegressionTest, Seed750) {
+  const ScenarioResult result = RunScenario(750);
+  EXPECT_TRUE(result.ok()) << Describe(result);
+}
+
 }  // namespace
 }  // namespace troupe::testing
