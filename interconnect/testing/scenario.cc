@@ -2,6 +2,7 @@
 #include "interconnect/testing/scenario.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -92,17 +93,17 @@ NodeId ScenarioContext::RandomNode(NodeId except) {
   if (scenario_->n <= 1 || except == 0) {
     return static_cast<NodeId>(Uniform(1, scenario_->n));
   }
-  NodeId node = static_cast<NodeId>(Uniform(1, scenario_->n - 1));
+  const auto node = static_cast<NodeId>(Uniform(1, scenario_->n - 1));
   return node >= except ? node + 1 : node;
 }
 void ScenarioContext::Mix(uint64_t value) { scenario_->hash = MixHash(scenario_->hash, value); }
 
 // -- Scenario -------------------------------------------------------------------------------------
 
-Scenario::Scenario(uint64_t seed_value, const ScenarioOptions& options_value,
+Scenario::Scenario(uint64_t seed_value, ScenarioOptions options_value,
                    const WorkloadFactory& factory)
     : seed(seed_value),
-      options(options_value),
+      options(std::move(options_value)),
       rng(MixHash(seed_value, 0x5ce9a210)),
       context(this),
       network(nullptr) {
@@ -433,7 +434,7 @@ void Scenario::CheckCluster() {
     }
   }
   // The interconnect's own timers: heartbeats, dead-peer checks and bytes on their way.
-  const size_t timer_bound = 4 * sessions + 2 * n;
+  const size_t timer_bound = 4 * size_t{sessions} + 2 * size_t{n};
   if (runtime->PendingTimers() > timer_bound) {
     violations.push_back(absl::StrCat(runtime->PendingTimers(), " pending timers, more than the ",
                                       timer_bound, " the interconnect keeps: leaked timers"));
@@ -451,9 +452,9 @@ ScenarioResult Scenario::Result() {
   result.steps = runtime->steps();
   result.fingerprint = MixHash(hash, runtime->TraceFingerprint());
   std::vector<std::string> parts;
-  const char* kinds[] = {"calm", "links", "chaos"};
+  constexpr std::array<const char*, 3> kKinds = {"calm", "links", "chaos"};
   parts.push_back(absl::StrFormat("%s nodes=%d latency=%s%s peak_held=%d steps=%d timers=%d",
-                                  kinds[static_cast<int>(kind)], n, absl::FormatDuration(latency),
+                                  kKinds[static_cast<int>(kind)], n, absl::FormatDuration(latency),
                                   joiner != 0 ? absl::StrCat(" joiner=", joiner) : "", peak_held,
                                   result.steps, runtime->PendingTimers()));
   parts.push_back(absl::StrCat("faults=[", faults_text, "]"));

@@ -102,6 +102,11 @@ class ScenarioContext {
 // A workload: actors on the cluster's nodes and the invariants they must keep.
 class Workload {
  public:
+  Workload() = default;
+  Workload(const Workload&) = delete;
+  Workload& operator=(const Workload&) = delete;
+  Workload(Workload&&) = delete;
+  Workload& operator=(Workload&&) = delete;
   virtual ~Workload() = default;
   virtual std::string name() const = 0;
   // Registers this workload's actors on `node`: at the start and at every restart of the node

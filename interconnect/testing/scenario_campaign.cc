@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -82,7 +83,7 @@ int ScenarioMain(int argc, char** argv, const WorkloadFactory& workloads) {
   std::string log_name = "error";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--log=", 0) == 0) {
+    if (absl::StartsWith(arg, "--log=")) {
       log_name = arg.substr(6);
       bad = bad || !ParseLogLevel(log_name, &log_level).ok();
     } else if (Flag(arg, "seed", &seed, &bad)) {

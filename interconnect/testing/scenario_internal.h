@@ -24,7 +24,7 @@ namespace troupe::testing {
 
 class Scenario {
  public:
-  Scenario(uint64_t seed, const ScenarioOptions& options, const WorkloadFactory& factory);
+  Scenario(uint64_t seed, ScenarioOptions options, const WorkloadFactory& factory);
   ~Scenario();
   Scenario(const Scenario&) = delete;
   Scenario& operator=(const Scenario&) = delete;

@@ -240,13 +240,11 @@ class MessagingWorkload final : public Workload {
     const uint64_t roll = context.Uniform(0, 99);
     if (overload) {
       record.size = context.Uniform(32, 60) << 10;
-    } else if (roll < 70) {
-      record.size = context.Uniform(0, 256);
-    } else if (roll < 90) {
+    } else if (roll >= 70 && roll < 90) {
       record.size = context.Uniform(1, 40) << 10;
-    } else if (roll < 98 && limit > (160u << 10)) {
+    } else if (roll >= 90 && roll < 98 && limit > (160u << 10)) {
       record.size = context.Uniform(130 << 10, std::min<size_t>(limit - (16 << 10), 700 << 10));
-    } else if (from != to && limit <= (1u << 20)) {
+    } else if (roll >= 90 && from != to && limit <= (1u << 20)) {
       record.size = limit + context.Uniform(16 << 10, 64 << 10);
       record.too_large = true;
     } else {
