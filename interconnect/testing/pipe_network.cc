@@ -57,23 +57,30 @@ class PipeTransport final : public Transport {
       return client;
     }
     const ConnectionId server = network_->next_id_++;
-    PipeNetwork::End& client_end = network_->ends_[client];
+    // Both ends are filled in before either is inserted: an insertion may rehash ends_ and move
+    // the other one.
+    PipeNetwork::End client_end;
     client_end.system = system_;
     client_end.owner = owner;
     client_end.peer = server;
     client_end.remote = absl::StrCat(host, ":", port);
-    PipeNetwork::End& server_end = network_->ends_[server];
+    PipeNetwork::End server_end;
     server_end.system = listener->second.first;
     server_end.owner = listener->second.second;
     server_end.peer = client;
     server_end.remote = absl::StrCat("pipe-from-node", system_->node_id(), ":", client);
-    system_->Send(
-        owner, std::make_unique<EvConnectionUp>(client, /*is_incoming=*/false, client_end.remote));
-    server_end.system->Send(server_end.owner, std::make_unique<EvConnectionUp>(
-                                                  server, /*is_incoming=*/true, server_end.remote));
-    if (!network_->certificates_.empty() &&
-        (!network_->certificates_.contains(system_) ||
-         !network_->certificates_.contains(server_end.system))) {
+    auto client_up =
+        std::make_unique<EvConnectionUp>(client, /*is_incoming=*/false, client_end.remote);
+    auto server_up =
+        std::make_unique<EvConnectionUp>(server, /*is_incoming=*/true, server_end.remote);
+    ActorSystem* const server_system = server_end.system;
+    const ActorId server_owner = server_end.owner;
+    network_->ends_[client] = std::move(client_end);
+    network_->ends_[server] = std::move(server_end);
+    system_->Send(owner, std::move(client_up));
+    server_system->Send(server_owner, std::move(server_up));
+    if (!network_->certificates_.empty() && (!network_->certificates_.contains(system_) ||
+                                             !network_->certificates_.contains(server_system))) {
       // As a TLS transport after a failed handshake: both ends learn why.
       const absl::Status refused =
           absl::UnauthenticatedError("TLS: a peer presented no trusted certificate");
