@@ -280,15 +280,19 @@ TEST(HardeningTest, RepeatedFailuresEndTheSessionInsteadOfLooping) {
 // Case 2: the bytes held for a peer are bounded. With the peer's link stalled, senders offer
 // far more than max_queued_bytes: what does not fit is refused at once with kOverloaded, the
 // held bytes never pass the bound, and once the link flows again every admitted event arrives.
+// Links whose budget a test can spend: 1 MiB unacknowledged, 4 MiB held per peer, and a dead-peer
+// timeout that outlasts the test.
+constexpr uint64_t kUnacked = 1u << 20;
+constexpr uint64_t kQueued = 4u << 20;
+void SmallBudget(proto::InterconnectConfig& ic) {
+  ic.set_max_unacked_bytes(kUnacked);
+  ic.set_max_event_size(1u << 20);
+  ic.set_max_queued_bytes(kQueued);
+  ic.set_dead_peer_timeout_ms(60'000);
+}
+
 TEST(HardeningTest, HeldBytesPerPeerAreBoundedAndOverloadIsReported) {
-  constexpr uint64_t kUnacked = 1u << 20;
-  constexpr uint64_t kQueued = 4u << 20;
-  PipeCluster cluster(2, 1, [](proto::InterconnectConfig& ic) {
-    ic.set_max_unacked_bytes(kUnacked);
-    ic.set_max_event_size(1u << 20);
-    ic.set_max_queued_bytes(kQueued);
-    ic.set_dead_peer_timeout_ms(60'000);
-  });
+  PipeCluster cluster(2, 1, SmallBudget);
   TestRuntime& rt = *cluster.runtime;
   ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
   testutil::SequenceLog log;
@@ -360,14 +364,7 @@ class WatchForwarder final : public Actor {
 // target on node 2 (kStopped later, not kNodeLost at once). Neither is refused, and their bytes
 // are charged and given back like any event's.
 TEST(HardeningTest, ControlEventsPassASpentBudget) {
-  constexpr uint64_t kUnacked = 1u << 20;
-  constexpr uint64_t kQueued = 4u << 20;
-  PipeCluster cluster(2, 1, [](proto::InterconnectConfig& ic) {
-    ic.set_max_unacked_bytes(kUnacked);
-    ic.set_max_event_size(1u << 20);
-    ic.set_max_queued_bytes(kQueued);
-    ic.set_dead_peer_timeout_ms(60'000);
-  });
+  PipeCluster cluster(2, 1, SmallBudget);
   TestRuntime& rt = *cluster.runtime;
   ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
   testutil::SequenceLog log;
