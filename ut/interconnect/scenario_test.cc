@@ -5,6 +5,8 @@
 // and seeds that once found bugs (regression tests named after their seed).
 #include "interconnect/testing/scenario.h"
 
+#include <malloc.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +41,24 @@ TEST(ScenarioTest, ASeedReplaysToTheSameTrace) {
     EXPECT_GT(first.steps, 1000u);
   }
   EXPECT_NE(RunScenario(5).fingerprint, RunScenario(6).fingerprint);
+}
+
+// A replay reads nothing the runtime has freed: with freed memory scribbled over (glibc's
+// M_PERTURB), every seed gives the trace it gives without. Seed 4568 once failed one ctest run in
+// sixty: a PipeNetwork connection's address was read after the map holding it had rehashed, and
+// what the freed block held by then decided whether node 2 and node 5 ever had a session again.
+// (Under ASan and TSan mallopt does nothing; their allocators report such a read themselves.)
+TEST(ScenarioTest, AReplayDoesNotDependOnWhatFreedMemoryHolds) {
+  for (const uint64_t seed : {4568u, 3u, 733u}) {
+    const ScenarioResult plain = RunScenario(seed);
+    mallopt(M_PERTURB, 0xa5);
+    const ScenarioResult scribbled = RunScenario(seed);
+    mallopt(M_PERTURB, 0);
+    EXPECT_TRUE(plain.ok()) << Describe(plain);
+    EXPECT_TRUE(scribbled.ok()) << Describe(scribbled);
+    EXPECT_EQ(plain.fingerprint, scribbled.fingerprint) << seed;
+    EXPECT_EQ(plain.steps, scribbled.steps) << seed;
+  }
 }
 
 // A workload of one's own: a counter service on every node, pinged from the test; its invariant
