@@ -18,7 +18,7 @@
 #include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
-#include "interconnect/internal/status_page.h"
+#include "node/internal/status_page.h"
 
 namespace troupe::interconnect {
 namespace {
@@ -68,7 +68,7 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
     ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   server.Get("/", [system](const httplib::Request& /*request*/, httplib::Response& response) {
-    response.set_content(internal::StatusPage(*system), "text/html; charset=utf-8");
+    response.set_content(node::internal::StatusPage(*system), "text/html; charset=utf-8");
   });
   server.Get("/metrics",
              [system](const httplib::Request& /*request*/, httplib::Response& response) {
