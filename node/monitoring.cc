@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/monitoring.h"
+#include "node/monitoring.h"
 
 #include <httplib.h>
 #include <pthread.h>
@@ -20,7 +20,7 @@
 #include "actors/node_hooks.h"
 #include "node/internal/status_page.h"
 
-namespace troupe::interconnect {
+namespace troupe::node {
 namespace {
 
 // How long a connection may take to send its request; a slow or silent client holds the one
@@ -68,7 +68,7 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
     ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   server.Get("/", [system](const httplib::Request& /*request*/, httplib::Response& response) {
-    response.set_content(node::internal::StatusPage(*system), "text/html; charset=utf-8");
+    response.set_content(internal::StatusPage(*system), "text/html; charset=utf-8");
   });
   server.Get("/metrics",
              [system](const httplib::Request& /*request*/, httplib::Response& response) {
@@ -134,4 +134,4 @@ std::string MonitoringServer::url() const {
   return absl::StrCat("http://", v6 ? "[" : "", impl_->host, v6 ? "]" : "", ":", impl_->port);
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::node
