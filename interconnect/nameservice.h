@@ -117,7 +117,7 @@ class Nameservice {
 // A table kept in memory: the config's node table, changed by the program.
 class StaticNameservice final : public Nameservice {
  public:
-  // Reads `config.nodes()` (validated by ActorSystem::Create: ids unique, hosts and ports set).
+  // Reads `config.nodes()` (checked by ValidateConfig, config.h: ids unique, hosts and ports set).
   static std::shared_ptr<StaticNameservice> FromConfig(const proto::InterconnectConfig& config);
   explicit StaticNameservice(const std::vector<NodeEndpoint>& members = {});
 
