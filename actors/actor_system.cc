@@ -87,7 +87,7 @@ ActorSystem::~ActorSystem() {
     TROUPE_CHECK(users.empty()) << "ActorSystem of node " << node_id() << " destroyed while "
                                 << absl::StrJoin(users, ", ") << " still uses it: destroy "
                                 << (users.size() == 1 ? "it" : "them")
-                                << " first (troupe::Node in interconnect/node.h keeps the order)";
+                                << " first (troupe::node::Node in node/node.h keeps the order)";
   }
   Stop();
 }

@@ -2,9 +2,9 @@
 //
 // ActorSystem: one node's actor runtime — executor pools, mailboxes, services and the scheduler.
 //
-// `Create` validates the config, starts every pool's workers and the scheduler thread. `Stop` (also
-// run by the destructor) stops the scheduler, lets each worker finish its current activation, joins
-// every thread, destroys every actor (destructors run) and frees every event still queued.
+// `Create` checks its sections of the config (actors/config.h), starts every pool's workers and
+// the scheduler thread. `Stop` (also run by the destructor) stops the scheduler, lets each worker
+// finish its activation, joins every thread, destroys every actor and frees every queued event.
 //
 // Delivery guarantees (docs/design.md): a mailbox is processed by at most one thread at a time;
 // events from one sender to one recipient are handled in send order; delivery is at most once, and
@@ -104,7 +104,7 @@ struct ActorSystemCounters {
 
 class ActorSystem {
  public:
-  // Validates `config`, fills defaults and starts the node. kInvalidArgument names the bad field.
+  // Checks its config sections, fills defaults, starts the node. kInvalidArgument names the field.
   static absl::StatusOr<std::unique_ptr<ActorSystem>> Create(
       const proto::ActorSystemConfig& config);
 

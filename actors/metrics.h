@@ -210,7 +210,7 @@ class MetricsRegistry {
 // for each name a `# HELP` and a `# TYPE` line, then one `name{label="value",...} value` line per
 // metric (a histogram: `name_bucket{...,le="<seconds>"}` per bound and `le="+Inf"`, then `name_sum`
 // and `name_count`). Label values and help text are escaped as the format requires (backslash,
-// double quote in label values, line break). What /metrics serves (interconnect/monitoring.h).
+// double quote in label values, line break). What /metrics serves (node/monitoring.h).
 std::string PrometheusText(const MetricsRegistry& registry);
 
 }  // namespace troupe

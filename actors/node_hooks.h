@@ -163,7 +163,7 @@ class SystemLease {
 // Records that the extension `name` uses `system` until the returned lease is destroyed. An
 // ActorSystem destroyed while a lease lives aborts the process with a message naming `name` and
 // saying to destroy it first: an extension that outlived its node would touch freed memory, later
-// and far from the mistake. The interconnect takes one; troupe::Node (interconnect/node.h) orders
+// and far from the mistake. The interconnect takes one; troupe::node::Node (node/node.h) orders
 // the teardown so that users do not have to.
 [[nodiscard]] SystemLease LeaseSystem(ActorSystem& system, std::string name);
 

@@ -7,8 +7,8 @@
 # with other projects in a shared prefix such as /usr/local.
 #
 # Two export sets, so a consumer of troupe::actors alone never needs GoogleTest:
-# - TroupeTargets.cmake, always loaded: proto, actors, interconnect, and the GoogleTest-free test
-#   helpers interconnect_testing (PipeNetwork) and test_actors when this build has them;
+# - TroupeTargets.cmake, always loaded: proto, actors, interconnect, node, and the GoogleTest-free
+#   test helpers interconnect_testing (PipeNetwork) and test_actors when this build has them;
 # - TroupeTestingTargets.cmake, loaded for `COMPONENTS testing` only: troupe::testing, which
 #   reports through GoogleTest, and troupe::scenario (simulation campaigns) on top of it.
 # cmake/TroupeProtobuf.cmake is installed too: troupe_protobuf_library() for users' own schemas.
@@ -19,7 +19,7 @@ set(_troupe_include "${CMAKE_INSTALL_INCLUDEDIR}/troupe")
 set(_troupe_cmake "${CMAKE_INSTALL_LIBDIR}/cmake/Troupe")
 
 # -- libraries ------------------------------------------------------------------------------------
-set(_troupe_core troupe_proto troupe_actors troupe_interconnect)
+set(_troupe_core troupe_proto troupe_actors troupe_interconnect troupe_node_lib)
 foreach(_target troupe_interconnect_testing troupe_test_actors)
   if(TARGET ${_target})
     list(APPEND _troupe_core ${_target})
@@ -56,7 +56,7 @@ endif()
 # -- headers --------------------------------------------------------------------------------------
 # Public headers of a folder; internal/ (private) and testing/ (installed with its target below)
 # stay out.
-foreach(_folder actors interconnect)
+foreach(_folder actors interconnect node)
   install(DIRECTORY "${PROJECT_SOURCE_DIR}/${_folder}/" DESTINATION ${_troupe_include}/${_folder}
           FILES_MATCHING PATTERN "*.h"
           PATTERN "internal" EXCLUDE

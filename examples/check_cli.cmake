@@ -4,8 +4,8 @@
 #   "<binary> (Troupe) <version>";
 # - an unknown flag, a value that does not parse, a stray argument, a bad flag in a --flagfile:
 #   exit 2 with one line on stderr naming it;
-# - troupe_node with a config that fails validation, does not parse or is missing: exit 3, the
-#   field (or line) at fault on stderr; troupe_cluster with such a --node_config: exit 3 too;
+# - troupe_node with a config that fails any section's validation, does not parse or is missing:
+#   exit 3, the field (or line) at fault on stderr; troupe_cluster with such a --node_config: 3;
 # - out-of-range values and a bad --chaos plan: exit 2, before any process starts;
 # - --membership=etcd's flags (a join or leave without it, a missing etcd, troupe_loadgen without
 #   --expect_nodes): exit 2 before etcd or any node starts; a --node_config with a node_id: 3.
@@ -60,6 +60,14 @@ expect(3 "" "missing.conf" troupe_node "--config=${DIR}/missing.conf")
 expect(3 "" "bad_field.conf: pools\\[0\\]\\.threads" ping_pong "--config=${DIR}/bad_field.conf")
 expect(3 "" "bad_field.conf: pools\\[0\\]\\.threads" troupe_loadgen
        "--config=${DIR}/bad_field.conf")
+# Every section is checked before the node starts: the interconnect's and the node's own (etcd).
+file(WRITE "${DIR}/bad_interconnect.conf" "interconnect { heartbeat_interval_ms: 1 }\n")
+expect(3 "" "bad_interconnect.conf: interconnect\\.heartbeat_interval_ms: must be" troupe_node
+       "--config=${DIR}/bad_interconnect.conf")
+file(WRITE "${DIR}/bad_etcd.conf"
+     "interconnect { etcd { endpoint: \"http://127.0.0.1:1\" lease_ttl_s: 1 } }\n")
+expect(3 "" "bad_etcd.conf: interconnect\\.etcd\\.lease_ttl_s: must be" troupe_node
+       "--config=${DIR}/bad_etcd.conf")
 file(WRITE "${DIR}/bad_overlay.conf" "pools { name: \"User\" threads: 0 }\n")
 expect(3 "" "--node_config: [^\n]*pools\\[0\\]\\.threads" troupe_cluster
        "--node_config=${DIR}/bad_overlay.conf" "--workdir=${DIR}/cluster")

@@ -6,7 +6,7 @@
 //   | step                 | API                                                             |
 //   |----------------------|-----------------------------------------------------------------|
 //   | a config in code     | proto::ActorSystemConfig: pools and the node table              |
-//   | start a node         | troupe::Node::Start(config, {.on_system_start = register ...})  |
+//   | start a node         | troupe::node::Node::Start(config, {.on_system_start = register ...}) |
 //   | wait for the server  | Node::WaitForPeer(server, timeout), a status                    |
 //   | ask                  | an actor sends requests kTrackDelivery | kSubscribeOnSession;   |
 //   |                      | each ends as a reply, an EvUndelivered or the session's end     |
@@ -49,8 +49,8 @@
 #include "actors/session_events.h"
 #include "cli.h"
 #include "client_server.pb.h"
-#include "interconnect/node.h"
 #include "interconnect/tcp_transport.h"
+#include "node/node.h"
 
 ABSL_FLAG(int, requests, 1000, "requests the client sends (1 to 1000000)");
 ABSL_FLAG(int, timeout_s, 30, "how long the client waits for the server and for the replies");
@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
   }
 
   // The server registers its service before the interconnect starts: no request finds it missing.
-  troupe::NodeOptions server_options;
+  troupe::node::NodeOptions server_options;
   server_options.on_system_start = [](troupe::ActorSystem& system) {
     absl::StatusOr<troupe::ActorId> server = system.TryRegister(std::make_unique<UpperServer>());
     if (!server.ok()) {
@@ -271,13 +271,13 @@ int main(int argc, char** argv) {
     }
     return system.RegisterService(kUpperService, *server);
   };
-  absl::StatusOr<std::unique_ptr<troupe::Node>> server =
-      troupe::Node::Start(MakeConfig(kServerNode, *ports), std::move(server_options));
+  absl::StatusOr<std::unique_ptr<troupe::node::Node>> server =
+      troupe::node::Node::Start(MakeConfig(kServerNode, *ports), std::move(server_options));
   if (!server.ok()) {
     return Fail("server node", server.status());
   }
-  absl::StatusOr<std::unique_ptr<troupe::Node>> client =
-      troupe::Node::Start(MakeConfig(kClientNode, *ports));
+  absl::StatusOr<std::unique_ptr<troupe::node::Node>> client =
+      troupe::node::Node::Start(MakeConfig(kClientNode, *ports));
   if (!client.ok()) {
     return Fail("client node", client.status());
   }
@@ -314,8 +314,8 @@ int main(int argc, char** argv) {
       static_cast<double>(result.answered) / std::max(absl::ToDoubleSeconds(result.elapsed), 1e-9));
 
   // The client goes first: what it still holds for the server is flushed while the server runs.
-  const troupe::Node::ShutdownReport client_stop = (*client)->Shutdown(absl::Seconds(5));
-  const troupe::Node::ShutdownReport server_stop = (*server)->Shutdown(absl::Seconds(5));
+  const troupe::node::Node::ShutdownReport client_stop = (*client)->Shutdown(absl::Seconds(5));
+  const troupe::node::Node::ShutdownReport server_stop = (*server)->Shutdown(absl::Seconds(5));
   std::printf("client_server: shutdown: client %s (%llu reported), server %s (%llu reported)\n",
               client_stop.flushed ? "flushed" : "not flushed",
               static_cast<unsigned long long>(client_stop.reported),

@@ -12,8 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-#include "actors/config.h"
 #include "actors/log.h"
+#include "node/config.h"
 
 namespace troupe::examples {
 
@@ -64,13 +64,13 @@ absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path,
     return absl::InvalidArgumentError(
         "--config: required (a protobuf text file with the node table)");
   }
-  absl::StatusOr<proto::ActorSystemConfig> config = LoadConfigFile(path);
+  absl::StatusOr<proto::ActorSystemConfig> config = node::LoadConfigFile(path);
   if (!config.ok()) {
     return config.status();  // names the file and the field, or the line and column
   }
   if (node_id != 0) {
     config->set_node_id(node_id);
-    if (absl::Status status = ValidateConfig(*config); !status.ok()) {
+    if (absl::Status status = node::ValidateConfig(*config); !status.ok()) {
       return absl::Status(status.code(),
                           absl::StrCat(path, " with --node_id=", node_id, ": ", status.message()));
     }

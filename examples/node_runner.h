@@ -8,7 +8,7 @@
 // Signals: BlockTerminationSignals() must run first in main, before any thread exists, so every
 // thread (executor pools, scheduler, the TCP transport's I/O thread) inherits the blocked mask and
 // SIGINT/SIGTERM wait for WaitForTerminationSignal() on the main thread instead of killing the
-// process mid-handler. Then the main thread stops the node with troupe::Node::Shutdown, which
+// process mid-handler. Then the main thread stops the node with troupe::node::Node::Shutdown, which
 // drains the interconnect before it stops the ActorSystem.
 //
 // Thread-safety: call everything from the main thread.
@@ -48,10 +48,11 @@ int WaitForTerminationSignal(absl::Duration timeout);
 // Returns "SIGINT", "SIGTERM" or "signal N".
 std::string SignalName(int signal);
 
-// Loads the config at `path` (troupe::LoadConfigFile) and, when `node_id` is not 0, makes it the
-// node's id; then validates the result. kInvalidArgument names the bad field; kNotFound when the
-// file cannot be read. With a static table (interconnect.nodes) the node must be listed in it;
-// with etcd membership (interconnect.etcd) the config may leave node_id out: etcd gives one.
+// Loads the config at `path` (troupe::node::LoadConfigFile: every section checked) and, when
+// `node_id` is not 0, makes it the node's id; then validates the result. kInvalidArgument names the
+// bad field; kNotFound when the file cannot be read. With a static table (interconnect.nodes) the
+// node must be listed in it; with etcd membership (interconnect.etcd) the config may leave node_id
+// out: etcd gives one.
 absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path, uint32_t node_id);
 
 // Writes `node`, and on a second line `metrics_url` (where it serves GET /metrics, when it does),

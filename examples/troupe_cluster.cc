@@ -68,12 +68,12 @@
 #include "google/protobuf/message.h"
 #include "google/protobuf/text_format.h"
 
-#include "actors/config.h"
 #include "chaos.h"
 #include "child_process.h"
 #include "cli.h"
 #include "interconnect/tcp_transport.h"
 #include "local_etcd.h"
+#include "node/config.h"
 #include "node_runner.h"
 #include "proto/config.pb.h"
 
@@ -219,7 +219,7 @@ absl::StatusOr<std::string> NodeConfigText(const std::vector<uint16_t>& ports,
   if (path.empty()) {
     return text;
   }
-  absl::StatusOr<troupe::proto::ActorSystemConfig> user = troupe::LoadConfigFile(path);
+  absl::StatusOr<troupe::proto::ActorSystemConfig> user = troupe::node::LoadConfigFile(path);
   if (!user.ok()) {
     return user.status();
   }
@@ -241,12 +241,12 @@ absl::StatusOr<std::string> NodeConfigText(const std::vector<uint16_t>& ports,
                      ": interconnect.etcd.endpoint: leave it out, troupe_cluster "
                      "--membership=etcd starts etcd and writes its endpoint"));
   }
-  absl::StatusOr<troupe::proto::ActorSystemConfig> merged = troupe::ParseConfig(text);
+  absl::StatusOr<troupe::proto::ActorSystemConfig> merged = troupe::node::ParseConfig(text);
   if (!merged.ok()) {
     return merged.status();
   }
   Overlay(*user, &*merged);
-  if (absl::Status valid = troupe::ValidateConfig(*merged); !valid.ok()) {
+  if (absl::Status valid = troupe::node::ValidateConfig(*merged); !valid.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, " over troupe_cluster's config: ", valid.message()));
   }

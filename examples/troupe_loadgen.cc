@@ -47,9 +47,9 @@
 #include "cli.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
-#include "interconnect/node.h"
 #include "load_report.h"
 #include "loadtest.h"
+#include "node/node.h"
 #include "node_runner.h"
 
 ABSL_FLAG(std::string, config, "", "cluster config (protobuf text, proto/config.proto)");
@@ -431,14 +431,14 @@ int Run() {
     }
   }
 
-  troupe::NodeOptions options;
+  troupe::node::NodeOptions options;
   options.on_system_start = [](troupe::ActorSystem& /*system*/) {
     troupe::examples::EnableSessionLogs();
     return absl::OkStatus();
   };
   // The node stops on every path out of here: the interconnect drains, then the system stops.
-  absl::StatusOr<std::unique_ptr<troupe::Node>> node =
-      troupe::Node::Start(*config, std::move(options));
+  absl::StatusOr<std::unique_ptr<troupe::node::Node>> node =
+      troupe::node::Node::Start(*config, std::move(options));
   if (!node.ok()) {
     const std::string who = config->has_node_id() ? absl::StrCat("node ", config->node_id())
                                                   : std::string("node (id from etcd)");

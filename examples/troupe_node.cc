@@ -26,8 +26,8 @@
 #include "actors/actor_system.h"
 #include "cli.h"
 #include "interconnect/interconnect.h"
-#include "interconnect/node.h"
 #include "loadtest.h"
+#include "node/node.h"
 #include "node_runner.h"
 
 ABSL_FLAG(std::string, config, "",
@@ -82,13 +82,13 @@ int main(int argc, char** argv) {
     config->mutable_monitoring()->set_port(static_cast<uint32_t>(monitoring_port));
   }
   // Services are registered before the interconnect starts: a peer never finds them missing.
-  troupe::NodeOptions options;
+  troupe::node::NodeOptions options;
   options.on_system_start = [](troupe::ActorSystem& system) {
     troupe::examples::EnableSessionLogs();
     return troupe::examples::RegisterNodeServices(&system);
   };
-  absl::StatusOr<std::unique_ptr<troupe::Node>> node =
-      troupe::Node::Start(*config, std::move(options));
+  absl::StatusOr<std::unique_ptr<troupe::node::Node>> node =
+      troupe::node::Node::Start(*config, std::move(options));
   if (!node.ok()) {
     const std::string who = config->has_node_id() ? absl::StrCat("node ", config->node_id())
                                                   : std::string("node (id from etcd)");
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
                 ic->port(), (*node)->system().config().interconnect().nodes_size());
   }
   std::string metrics;
-  if (const troupe::interconnect::MonitoringServer* monitoring = (*node)->monitoring()) {
+  if (const troupe::node::MonitoringServer* monitoring = (*node)->monitoring()) {
     std::printf("troupe_node: node %u status page at %s/, metrics at %s/metrics\n", self,
                 monitoring->url().c_str(), monitoring->url().c_str());
     metrics = monitoring->url() + "/metrics";
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
       (signal != 0 ? troupe::examples::SignalName(signal) : "--run_seconds elapsed").c_str());
   watcher.PrintCounters(stdout);
   // Events still held for peers get a few seconds to be acknowledged; the rest are reported.
-  const troupe::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
+  const troupe::node::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
   const std::string fate =
       report.flushed ? "every remote event acknowledged"
                      : absl::StrCat(report.reported, " remote events reported undelivered");

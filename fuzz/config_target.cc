@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// fuzz_config: the input is a config file's text. Checks, for any text:
+// fuzz_config: the input is a config file's text, read as a node reads it (node/config.h: every
+// section, each by its layer's validator). Checks, for any text:
 //   - ParseConfig never crashes or aborts, and refuses with kInvalidArgument and a message;
 //   - what it accepts passes ValidateConfig, prints back to text that parses to the same config
-//     (TextFormat round trip), and WithDefaults of it still validates (ActorSystem::Create runs
-//     on the filled-in config);
+//     (TextFormat round trip), and WithDefaults of it still validates (Node::Start creates the
+//     ActorSystem on the filled-in config);
 //   - ValidateConfig on the same bytes read as a binary config never crashes either: it sees
 //     values the text parser would reject (out-of-range enums, unset required fields).
 // Debian's libprotobuf is not instrumented, so coverage guides the fuzzer only through the
-// generated config classes and actors/config.cc; the seeds (examples' configs) carry the rest.
+// generated config classes and the three layers' config.cc; the seeds (examples' configs) carry
+// the rest.
 #include <string>
 #include <string_view>
 
@@ -17,11 +19,15 @@
 #include "google/protobuf/text_format.h"
 
 #include "actors/check.h"
-#include "actors/config.h"
 #include "fuzz/targets.h"
+#include "node/config.h"
 #include "proto/config.pb.h"
 
 namespace troupe::fuzz {
+
+using node::ParseConfig;
+using node::ValidateConfig;
+using node::WithDefaults;
 
 void FuzzConfig(std::string_view data) {
   absl::StatusOr<proto::ActorSystemConfig> config = ParseConfig(data);

@@ -29,6 +29,7 @@
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
 #include "actors/sync.h"
+#include "interconnect/config.h"
 #include "interconnect/internal/events.h"
 #include "interconnect/internal/handshake_actor.h"
 #include "interconnect/internal/listener.h"
@@ -176,7 +177,10 @@ ActorId ProxyServiceId(NodeId peer) { return ServiceId(absl::StrCat("ic/", peer)
 absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* system,
                                                                   InterconnectOptions options) {
   const LogBinding binding(&system->log_context());
-  const proto::InterconnectConfig& config = system->config().interconnect();
+  if (absl::Status valid = ValidateConfig(system->config().interconnect()); !valid.ok()) {
+    return valid;
+  }
+  const proto::InterconnectConfig config = WithDefaults(system->config().interconnect());
   const NodeId self = system->node_id();
   std::shared_ptr<Nameservice> nameservice = options.nameservice != nullptr
                                                  ? std::move(options.nameservice)

@@ -76,8 +76,8 @@
 // Sends during the drain are still accepted, so replies to requests in flight go out; after it
 // they are refused with Undelivered{kShutdown}.
 //
-// Lifetime: destroy the Interconnect before its ActorSystem (troupe::Node, node.h, does it for
-// you); an ActorSystem destroyed first aborts with a message saying so (LeaseSystem in
+// Lifetime: destroy the Interconnect before its ActorSystem (troupe::node::Node, node/node.h, does
+// it for you); an ActorSystem destroyed first aborts with a message saying so (LeaseSystem in
 // actors/node_hooks.h). The destructor refuses later remote sends (Undelivered{kShutdown}), asks
 // each proxy to report what it holds as Drain(0) would, without waiting for it, stops the
 // transport and ends the proxies. Call Drain first to know the reports were made.
@@ -171,10 +171,11 @@ class Interconnect {
  public:
   // Starts the interconnect of `system` (see the file comment): listens where the nameservice's
   // Local says (nowhere for a client), then announces the node there (Nameservice::Announce,
-  // whose error fails the start). kInvalidArgument when the nameservice has no place for this
-  // node or the incarnation is 0; kUnavailable when the address
-  // cannot be listened on; kResourceExhausted when the proxies cannot be registered (the mailbox
-  // or service table is full). On failure nothing is left running.
+  // whose error fails the start). kInvalidArgument naming the field when the system's
+  // config().interconnect() fails ValidateConfig (config.h; its defaults are WithDefaults'), when
+  // the nameservice has no place for this node or the incarnation is 0; kUnavailable when the
+  // address cannot be listened on; kResourceExhausted when the proxies cannot be registered (the
+  // mailbox or service table is full). On failure nothing is left running.
   static absl::StatusOr<std::unique_ptr<Interconnect>> Start(ActorSystem* system,
                                                              InterconnectOptions options = {});
   ~Interconnect();

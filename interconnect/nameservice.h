@@ -7,8 +7,8 @@
 //
 // StaticNameservice is the embedded default: the config's `interconnect.nodes` table, which the
 // program may change at run time with Set and Remove (a node added to a running cluster is dialled
-// by the nodes that learn of it). EtcdNameservice (etcd_nameservice.h) keeps the table in etcd.
-// Other implementations plug in through InterconnectOptions::nameservice.
+// by the nodes that learn of it). troupe::node::EtcdNameservice (node/etcd_nameservice.h) keeps the
+// table in etcd. Other implementations plug in through InterconnectOptions::nameservice.
 //
 // A node that leaves the table is gone: its session ends at once (tracked events get
 // Undelivered{kDisconnected}, session subscribers EvNodeDisconnected, watchers of its actors
@@ -117,7 +117,7 @@ class Nameservice {
 // A table kept in memory: the config's node table, changed by the program.
 class StaticNameservice final : public Nameservice {
  public:
-  // Reads `config.nodes()` (validated by ActorSystem::Create: ids unique, hosts and ports set).
+  // Reads `config.nodes()` (checked by ValidateConfig, config.h: ids unique, hosts and ports set).
   static std::shared_ptr<StaticNameservice> FromConfig(const proto::InterconnectConfig& config);
   explicit StaticNameservice(const std::vector<NodeEndpoint>& members = {});
 

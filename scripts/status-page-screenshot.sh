@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Loads a running node's status page in headless Chromium and takes a screenshot: the browser
-# check of the page that MonitoringServer serves at `/` (interconnect/monitoring.h).
+# check of the page that MonitoringServer serves at `/` (node/monitoring.h).
 #
 #   scripts/status-page-screenshot.sh [BUILD_DIR [OUT_DIR]]
 #

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Configuration: parse/validate errors name the offending field (kInvalidArgument), files that
-// cannot be read are kNotFound, defaults give a working four-pool node, and ActorSystem::Create /
-// PoolIndex / Register report bad input as values instead of aborting.
+// Configuration of the actor system's sections: parse/validate errors name the offending field
+// (kInvalidArgument), files that cannot be read are kNotFound, defaults give a working four-pool
+// node, and ActorSystem::Create / PoolIndex / Register report bad input as values instead of
+// aborting.
 #include "actors/config.h"
 
 #include <cstdio>
@@ -158,55 +159,18 @@ TEST(ConfigTest, RejectsOtherTopLevelFieldsOutOfRange) {
   ExpectParseFieldError("max_services: 1", "max_services");
 }
 
-TEST(ConfigTest, RejectsBadInterconnectSettingsNamingTheField) {
-  ExpectParseFieldError(R"(interconnect { nodes { host: "h" port: 1 } })",
-                        "interconnect.nodes[0].node_id");
-  ExpectParseFieldError(
-      R"(interconnect { nodes { node_id: 1 host: "h" port: 1 } nodes { node_id: 1 host: "h" port: 2 } })",
-      "interconnect.nodes[1].node_id");
-  ExpectParseFieldError(R"(interconnect { nodes { node_id: 2000000 host: "h" port: 1 } })",
-                        "interconnect.nodes[0].node_id");
-  ExpectParseFieldError(R"(interconnect { nodes { node_id: 1 port: 1 } })",
-                        "interconnect.nodes[0].host");
-  ExpectParseFieldError(R"(interconnect { nodes { node_id: 1 host: "h" } })",
-                        "interconnect.nodes[0].port");
-  ExpectParseFieldError(R"(interconnect { nodes { node_id: 1 host: "h" port: 70000 } })",
-                        "interconnect.nodes[0].port");
-  ExpectParseFieldError("interconnect { heartbeat_interval_ms: 1 }",
-                        "interconnect.heartbeat_interval_ms");
-  ExpectParseFieldError("interconnect { heartbeat_interval_ms: 1000 dead_peer_timeout_ms: 1000 }",
-                        "interconnect.dead_peer_timeout_ms");
-  ExpectParseFieldError("interconnect { max_unacked_bytes: 10 }", "interconnect.max_unacked_bytes");
-  ExpectParseFieldError("interconnect { max_event_size: 100000000 }",
-                        "interconnect.max_event_size");
-  // The per-peer bound must hold the unacknowledged frames twice (stream and transport) and one
-  // largest event beside them.
-  ExpectParseFieldError("interconnect { max_queued_bytes: 1000000 }",
-                        "interconnect.max_queued_bytes");
-  ExpectParseFieldError(
-      "interconnect { max_unacked_bytes: 65536 max_event_size: 4194304 max_queued_bytes: 131072 }",
-      "interconnect.max_queued_bytes");
-  ExpectParseFieldError("interconnect { heartbeat_interval_ms: 500 max_redial_delay_ms: 100 }",
-                        "interconnect.max_redial_delay_ms");
-  ExpectParseFieldError(
-      absl::StrCat("interconnect { cluster_id: \"", std::string(300, 'c'), "\" }"),
-      "interconnect.cluster_id");
-}
-
-TEST(ConfigTest, WithDefaultsFillsInterconnectSettings) {
-  const absl::StatusOr<proto::ActorSystemConfig> config = ParseConfig(
-      R"(interconnect { nodes { node_id: 1 host: "127.0.0.1" port: 19001 } heartbeat_interval_ms: 5000 })");
+// The interconnect's and the node's sections are their layers' to check and fill
+// (ut/interconnect/config_test.cc, ut/node/config_test.cc): a program that runs only an
+// ActorSystem is not refused for settings it never uses.
+TEST(ConfigTest, LeavesOtherLayersSectionsToThem) {
+  const absl::StatusOr<proto::ActorSystemConfig> config =
+      ParseConfig("interconnect { heartbeat_interval_ms: 1 } monitoring { port: 70000 }");
   ASSERT_TRUE(config.ok()) << config.status();
-  const proto::InterconnectConfig ic = WithDefaults(*config).interconnect();
-  EXPECT_EQ(ic.cluster_id(), "troupe");
-  EXPECT_EQ(ic.heartbeat_interval_ms(), 5000u);
-  EXPECT_EQ(ic.dead_peer_timeout_ms(), 5001u) << "always longer than the heartbeat interval";
-  EXPECT_EQ(ic.max_unacked_bytes(), 16u << 20);
-  EXPECT_EQ(ic.max_event_size(), 8u << 20);
-  EXPECT_EQ(ic.max_queued_bytes(), uint64_t{64} << 20);
-  EXPECT_EQ(ic.max_redial_delay_ms(), 10'000u);
-  EXPECT_EQ(ic.nodes_size(), 1);
-  EXPECT_EQ(WithDefaults(proto::ActorSystemConfig()).interconnect().dead_peer_timeout_ms(), 3000u);
+  const proto::ActorSystemConfig full = WithDefaults(*config);
+  EXPECT_EQ(full.interconnect().heartbeat_interval_ms(), 1u);
+  EXPECT_FALSE(full.interconnect().has_dead_peer_timeout_ms());
+  EXPECT_TRUE(full.interconnect().cluster_id().empty());
+  EXPECT_TRUE(ActorSystem::Create(*config).ok());
 }
 
 TEST(ConfigTest, MalformedTextNamesLine) {

@@ -3,7 +3,8 @@
 # builds and runs projects that find_package(Troupe) from it, as users' projects would:
 # - consumer/: an actor program, a GoogleTest test on troupe::testing (COMPONENTS testing) and two
 #   nodes over loopback TCP, whose Undelivered reason goes through absl::StrCat (Debian's abseil
-#   has its own absl::string_view, so the name must not be a std::string_view);
+#   has its own absl::string_view, so the name must not be a std::string_view), and one
+#   troupe::node::Node with its monitoring server, its config read by troupe::node::ParseConfig;
 # - actors_only/: troupe::actors alone, configured with GoogleTest made unfindable;
 # - proto_events/: its own .proto compiled by the exported troupe_protobuf_library(), sent as an
 #   EventPB between actors;
@@ -59,7 +60,8 @@ if(NOT entries STREQUAL "troupe")
                       "[${entries}]. Every installed header belongs under include/troupe/ "
                       "(cmake/TroupeInstall.cmake).")
 endif()
-foreach(header actors/actor.h interconnect/interconnect.h proto/config.pb.h proto/events.proto)
+foreach(header actors/actor.h interconnect/interconnect.h node/node.h proto/config.pb.h
+               proto/events.proto)
   if(NOT EXISTS "${prefix}/include/troupe/${header}")
     message(FATAL_ERROR "include/troupe/${header} is not installed")
   endif()
@@ -79,6 +81,7 @@ build_consumer(consumer "${here}/consumer")
 run("${WORK_DIR}/consumer/consumer")
 run("${WORK_DIR}/consumer/consumer_test")
 run("${WORK_DIR}/consumer/consumer_cluster")
+run("${WORK_DIR}/consumer/consumer_node")
 
 # --no-warn-unused-cli: the variable goes unused, since nothing asks for GoogleTest; that is the point.
 build_consumer(actors_only "${here}/actors_only" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Membership in a real etcd (EtcdNameservice through troupe::Node, over loopback TCP): ids handed
-// out by etcd, nodes that find each other with no static table, a client node that only dials, a
-// node that dies and leaves when its lease expires, etcd going down and coming back, and two
-// clusters sharing one etcd. The suite starts its own etcd (/usr/bin/etcd, Debian's etcd-server,
-// which scripts/setup.sh installs) on free loopback ports with a temporary data directory, and
-// stops it and removes the directory at the end. Every wait is bounded.
+// Membership in a real etcd (EtcdNameservice through troupe::node::Node, over loopback TCP): ids
+// handed out by etcd, nodes that find each other with no static table, a client node that only
+// dials, a node that dies and leaves when its lease expires, etcd going down and coming back, and
+// two clusters sharing one etcd. The suite starts its own etcd (/usr/bin/etcd, Debian's
+// etcd-server, which scripts/setup.sh installs) on free loopback ports with a temporary data
+// directory, and stops it and removes the directory at the end. Every wait is bounded.
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -30,16 +30,19 @@
 
 #include "actors/actor_system.h"
 #include "actors/log.h"
-#include "interconnect/etcd_nameservice.h"
-#include "interconnect/internal/etcd_client.h"
-#include "interconnect/node.h"
 #include "interconnect/tcp_transport.h"
+#include "node/etcd_nameservice.h"
+#include "node/internal/etcd_client.h"
+#include "node/node.h"
 #include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
 
 namespace troupe::interconnect {
 namespace {
 
+using node::Node;
+using node::NodeOptions;
+using node::internal::EtcdClient;
 using testutil::Eventually;
 using testutil::kSink;
 using testutil::StartSink;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The monitoring server (interconnect/monitoring.h) of a running two-node cluster, scraped over
+// The monitoring server (node/monitoring.h) of a running two-node cluster, scraped over
 // loopback HTTP as Prometheus would: the text format line by line, the node label, values that
 // move under traffic, 404 elsewhere, a port in use refused with the address, and a server that
 // answers while the node's only pool is stuck in a handler.
-#include "interconnect/monitoring.h"
+#include "node/monitoring.h"
 
 #include <httplib.h>
 
@@ -30,13 +30,14 @@
 #include "actors/actor.h"
 #include "actors/log.h"
 #include "actors/sync.h"
-#include "interconnect/node.h"
+#include "node/node.h"
 #include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
 
 namespace troupe {
 namespace {
 
+using node::Node;
 using testutil::Eventually;
 using testutil::StartNode;
 

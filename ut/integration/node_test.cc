@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// troupe::Node over loopback TCP: waiting for peers (from a thread and from an actor), the
+// troupe::node::Node over loopback TCP: waiting for peers (from a thread and from an actor), the
 // log line of a peer never reached, the graceful shutdown (no loss with time enough, exact
 // reports without), and the abort that catches an ActorSystem destroyed before its Interconnect.
-#include "interconnect/node.h"
+#include "node/node.h"
 
 #include <atomic>
 #include <cstdint>
@@ -29,6 +29,7 @@
 namespace troupe {
 namespace {
 
+using node::Node;
 using testutil::Eventually;
 using testutil::StartNode;
 using testutil::StartSink;

@@ -21,7 +21,7 @@
 #include "actors/actor_id.h"
 #include "actors/events.h"
 #include "actors/scoped_actor.h"
-#include "interconnect/node.h"
+#include "node/node.h"
 #include "ut/actors/test_util.h"
 #include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
@@ -29,6 +29,7 @@
 namespace troupe {
 namespace {
 
+using node::Node;
 using testutil::EvIcData;
 using testutil::MakeData;
 using testutil::StartNode;

@@ -20,7 +20,7 @@
 #include "actors/actor_id.h"
 #include "actors/log.h"
 #include "actors/testing/actors.h"
-#include "interconnect/node.h"
+#include "node/node.h"
 #include "ut/actors/test_util.h"
 #include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
@@ -28,6 +28,7 @@
 namespace troupe {
 namespace {
 
+using node::Node;
 using testutil::EvIcData;
 using testutil::StartNode;
 

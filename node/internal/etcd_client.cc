@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/internal/etcd_client.h"
+#include "node/internal/etcd_client.h"
 
 #include <httplib.h>
 
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 
-namespace troupe::interconnect {
+namespace troupe::node::internal {
 namespace {
 
 std::chrono::microseconds ToChrono(absl::Duration duration) {
@@ -207,4 +207,4 @@ absl::Status EtcdClient::Watch(
   return absl::OkStatus();
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::node::internal

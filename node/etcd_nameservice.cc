@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/etcd_nameservice.h"
+#include "node/etcd_nameservice.h"
 
 #include <algorithm>
 #include <charconv>
@@ -13,10 +13,15 @@
 #include "google/protobuf/util/json_util.h"
 
 #include "actors/log.h"
-#include "interconnect/internal/etcd_client.h"
+#include "node/internal/etcd_client.h"
 #include "proto/etcd.pb.h"
 
-namespace troupe::interconnect {
+namespace troupe::node {
+
+using interconnect::NodeEndpoint;
+using internal::EtcdClient;
+using internal::ParseEtcdJson;
+
 namespace {
 
 // Pause between attempts while etcd is unreachable.
@@ -420,4 +425,4 @@ std::optional<NodeEndpoint> EtcdNameservice::Local(NodeId self) const {
   return local;
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::node

@@ -28,7 +28,7 @@ namespace httplib {
 class Client;
 }  // namespace httplib
 
-namespace troupe::interconnect {
+namespace troupe::node::internal {
 
 class EtcdClient {
  public:
@@ -78,4 +78,4 @@ class EtcdClient {
 // Fills `message` from the JSON `text`, ignoring fields it does not know.
 absl::Status ParseEtcdJson(std::string_view text, google::protobuf::Message* message);
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::node::internal

@@ -8,17 +8,17 @@
 // Lifecycle:
 //   | call                  | does                                                               |
 //   |-----------------------|--------------------------------------------------------------------|
-//   | Start(config)         | validates the config; with interconnect.etcd, joins the membership |
-//   |                       | in etcd (an id from etcd when the config sets no node_id; see      |
-//   |                       | etcd_nameservice.h); creates the ActorSystem, runs                 |
+//   | Start(config)         | validates every section (ValidateConfig, config.h); with           |
+//   |                       | interconnect.etcd, joins the membership in etcd (an id from etcd   |
+//   |                       | when the config sets no node_id; see etcd_nameservice.h); creates  |
+//   |                       | the ActorSystem with every default filled in (WithDefaults), runs  |
 //   |                       | on_system_start (register services there), starts the interconnect |
 //   |                       | when config.interconnect() lists nodes or has etcd (the node is    |
 //   |                       | then listening, published, and dialling every member), then the    |
-//   |                       | monitoring server when                                             |
-//   |                       | config.monitoring() has a port (monitoring.h: GET /metrics); on    |
-//   |                       | failure nothing is left running and the status names the field or |
-//   |                       | the cause                                                          |
-//   | WaitForPeer(s)        | blocks until sessions are up, with a timeout (interconnect.h)      |
+//   |                       | monitoring server when config.monitoring() has a port              |
+//   |                       | (monitoring.h: GET /metrics); on failure nothing is left running   |
+//   |                       | and the status names the field or the cause                        |
+//   | WaitForPeer(s)        | blocks until sessions are up, with a timeout                       |
 //   | Shutdown(timeout)     | stops the monitoring server, drains the interconnect (events held  |
 //   |                       | for peers are acknowledged or reported Undelivered{kShutdown}),    |
 //   |                       | destroys it, leaves the etcd membership (the others see the node   |
@@ -35,12 +35,12 @@
 //
 // Example (a client that waits for its server, asks, and leaves nothing behind):
 //
-//   absl::StatusOr<std::unique_ptr<troupe::Node>> node = troupe::Node::Start(config);
+//   absl::StatusOr<std::unique_ptr<troupe::node::Node>> node = troupe::node::Node::Start(config);
 //   if (!node.ok()) { std::cerr << node.status() << "\n"; return 2; }
 //   if (absl::Status up = (*node)->WaitForPeer(1, absl::Seconds(10)); !up.ok()) { ... }
 //   (*node)->system().Send(troupe::ServiceId("echo", 1), std::make_unique<EvPing>());
 //   ...
-//   troupe::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
+//   troupe::node::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
 #pragma once
 
 #include <cstdint>
@@ -53,12 +53,12 @@
 
 #include "actors/actor_id.h"
 #include "actors/actor_system.h"
-#include "interconnect/etcd_nameservice.h"
 #include "interconnect/interconnect.h"
-#include "interconnect/monitoring.h"
+#include "node/etcd_nameservice.h"
+#include "node/monitoring.h"
 #include "proto/config.pb.h"
 
-namespace troupe {
+namespace troupe::node {
 
 struct NodeOptions {
   // Runs once the ActorSystem is up and before the interconnect starts, so that what it
@@ -82,8 +82,9 @@ class Node {
   };
 
   // Starts a node from `config` (see the file comment). kInvalidArgument names the config field
-  // at fault; the interconnect's errors are those of Interconnect::Start, the monitoring
-  // server's those of MonitoringServer::Start (kUnavailable: its address cannot be bound).
+  // at fault (ValidateConfig, config.h); the interconnect's errors are those of
+  // Interconnect::Start, the monitoring server's those of MonitoringServer::Start (kUnavailable:
+  // its address cannot be bound).
   static absl::StatusOr<std::unique_ptr<Node>> Start(const proto::ActorSystemConfig& config,
                                                      NodeOptions options = {});
   ~Node();
@@ -102,7 +103,7 @@ class Node {
   interconnect::Interconnect* interconnect() const { return interconnect_.get(); }
   // Returns the node's monitoring server (its port(), url()), or null when the config has no
   // monitoring port. Valid until Shutdown.
-  interconnect::MonitoringServer* monitoring() const { return monitoring_.get(); }
+  MonitoringServer* monitoring() const { return monitoring_.get(); }
 
   // -- peers ------------------------------------------------------------------------------------
 
@@ -128,12 +129,12 @@ class Node {
 
   NodeId id_ = 0;
   // With interconnect.etcd: the membership, left at Shutdown after the drain.
-  std::shared_ptr<interconnect::EtcdNameservice> membership_;
+  std::shared_ptr<EtcdNameservice> membership_;
   std::unique_ptr<ActorSystem> system_;
   // Declared after the system, so that they are destroyed first even if Shutdown never ran.
   std::unique_ptr<interconnect::Interconnect> interconnect_;
-  std::unique_ptr<interconnect::MonitoringServer> monitoring_;
+  std::unique_ptr<MonitoringServer> monitoring_;
   bool stopped_ = false;
 };
 
-}  // namespace troupe
+}  // namespace troupe::node

@@ -23,9 +23,9 @@
 
 #include "actors/actor_system.h"
 
-namespace troupe::interconnect::internal {
+namespace troupe::node::internal {
 
 // Returns the page for `system`; it reloads itself every `refresh_seconds`.
 std::string StatusPage(ActorSystem& system, int refresh_seconds = 2);
 
-}  // namespace troupe::interconnect::internal
+}  // namespace troupe::node::internal

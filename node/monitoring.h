@@ -14,7 +14,7 @@
 //   |               | pools, mailboxes, timers, dropped events and every session by peer,    |
 //   |               | each labelled node="<id>"                                              |
 //   | anything else | 404                                                                    |
-// troupe::Node starts one when the config has `monitoring { port: N }` (proto/config.proto;
+// troupe::node::Node starts one when the config has `monitoring { port: N }` (proto/config.proto;
 // port 0 takes a free one) and stops it first on Shutdown. A scrape reads each metric's current
 // value without stopping anything (metrics.h); it costs the node's actors nothing.
 //
@@ -40,7 +40,7 @@
 #include "actors/actor_system.h"
 #include "proto/config.pb.h"
 
-namespace troupe::interconnect {
+namespace troupe::node {
 
 class MonitoringServer {
  public:
@@ -66,4 +66,4 @@ class MonitoringServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::node

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/node.h"
+#include "node/node.h"
 
 #include <algorithm>
 #include <utility>
@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
-#include "actors/config.h"
 #include "actors/log.h"
+#include "node/config.h"
 
-namespace troupe {
+namespace troupe::node {
 namespace {
 
 // Sums what the node's pools have handled and still have ready.
@@ -51,18 +51,18 @@ void WaitUntilQuiet(const ActorSystem& system, absl::Time deadline) {
 
 absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig& config,
                                                   NodeOptions options) {
-  std::shared_ptr<interconnect::EtcdNameservice> membership;
+  // Every section is checked first, so a bad field is named before anything is asked of etcd
+  // or started.
+  if (absl::Status valid = ValidateConfig(config); !valid.ok()) {
+    return valid;
+  }
+  std::shared_ptr<EtcdNameservice> membership;
   proto::ActorSystemConfig joined;
   const bool etcd = config.interconnect().has_etcd() && options.interconnect.nameservice == nullptr;
   if (etcd) {
-    // The id comes from etcd before the system exists; the config is checked first, so a bad
-    // field is named before anything is asked of etcd.
-    if (absl::Status valid = ValidateConfig(config); !valid.ok()) {
-      return valid;
-    }
-    absl::StatusOr<std::shared_ptr<interconnect::EtcdNameservice>> connected =
-        interconnect::EtcdNameservice::Connect(
-            interconnect::EtcdNameservice::OptionsFromConfig(config.interconnect()));
+    // The id comes from etcd before the system exists.
+    absl::StatusOr<std::shared_ptr<EtcdNameservice>> connected =
+        EtcdNameservice::Connect(EtcdNameservice::OptionsFromConfig(config.interconnect()));
     if (!connected.ok()) {
       return connected.status();
     }
@@ -75,7 +75,8 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig
     joined.set_node_id(*id);
     options.interconnect.nameservice = membership;
   }
-  absl::StatusOr<std::unique_ptr<ActorSystem>> system = ActorSystem::Create(etcd ? joined : config);
+  absl::StatusOr<std::unique_ptr<ActorSystem>> system =
+      ActorSystem::Create(WithDefaults(etcd ? joined : config));
   if (!system.ok()) {
     return system.status();
   }
@@ -101,8 +102,8 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig
   }
   const proto::MonitoringConfig& monitoring = node->system_->config().monitoring();
   if (monitoring.has_port()) {
-    absl::StatusOr<std::unique_ptr<interconnect::MonitoringServer>> server =
-        interconnect::MonitoringServer::Start(node->system_.get(), monitoring);
+    absl::StatusOr<std::unique_ptr<MonitoringServer>> server =
+        MonitoringServer::Start(node->system_.get(), monitoring);
     if (!server.ok()) {
       return server.status();  // ~Node stops the interconnect and the system
     }
@@ -159,4 +160,4 @@ Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {
   return report;
 }
 
-}  // namespace troupe
+}  // namespace troupe::node

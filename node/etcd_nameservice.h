@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // EtcdNameservice: cluster membership kept in etcd (v3 API through its JSON gateway), for
-// clusters whose nodes come and go. troupe::Node uses it when the config has `interconnect.etcd`
-// (proto/config.proto); a program may also make one and pass it in InterconnectOptions.
+// clusters whose nodes come and go. troupe::node::Node uses it when the config has
+// `interconnect.etcd` (proto/config.proto); a program may also make one and pass it in
+// InterconnectOptions.
 //
 // In etcd, under /troupe/<cluster_id>/ (so clusters with different ids share one etcd):
 //   | key          | value                                    | written                         |
@@ -54,9 +55,11 @@
 #include "interconnect/nameservice.h"
 #include "proto/config.pb.h"
 
-namespace troupe::interconnect {
+namespace troupe::node {
 
+namespace internal {
 class EtcdClient;
+}  // namespace internal
 
 struct EtcdOptions {
   // etcd's client URL, "http://host:port".
@@ -68,10 +71,10 @@ struct EtcdOptions {
   // How long Connect waits for etcd, and each later call for an answer.
   absl::Duration connect_timeout = absl::Seconds(10);
   // Where this node listens (node unused; port 0: any free port), or that it is a client.
-  NodeEndpoint local;
+  interconnect::NodeEndpoint local;
 };
 
-class EtcdNameservice final : public Nameservice {
+class EtcdNameservice final : public interconnect::Nameservice {
  public:
   // The options of `config` (interconnect.etcd, .listen, .cluster_id; defaults filled as
   // WithDefaults does).
@@ -98,16 +101,18 @@ class EtcdNameservice final : public Nameservice {
   // Whether etcd answered the last call (false while it is unreachable).
   bool reachable() const { return reachable_.load(std::memory_order_relaxed); }
 
-  std::optional<NodeEndpoint> Resolve(NodeId node) const override { return table_.Resolve(node); }
-  std::vector<NodeEndpoint> Members() const override { return table_.Members(); }
-  NameserviceWatch Watch(std::function<void()> on_change) override {
+  std::optional<interconnect::NodeEndpoint> Resolve(NodeId node) const override {
+    return table_.Resolve(node);
+  }
+  std::vector<interconnect::NodeEndpoint> Members() const override { return table_.Members(); }
+  interconnect::NameserviceWatch Watch(std::function<void()> on_change) override {
     return table_.Watch(std::move(on_change));
   }
   // The configured local endpoint.
-  std::optional<NodeEndpoint> Local(NodeId self) const override;
+  std::optional<interconnect::NodeEndpoint> Local(NodeId self) const override;
   // Writes this node's record (it listens at `self`), under the lease. kFailedPrecondition before
   // Join or for another node.
-  absl::Status Announce(const NodeEndpoint& self) override;
+  absl::Status Announce(const interconnect::NodeEndpoint& self) override;
 
   explicit EtcdNameservice(EtcdOptions options);  // for Connect
 
@@ -118,13 +123,13 @@ class EtcdNameservice final : public Nameservice {
   // The table thread: reads the table, then watches it; again from the start after a failure.
   void FollowTable();
   // Reads the whole table; returns the revision to watch from.
-  absl::StatusOr<int64_t> ReadTable(EtcdClient& client);
+  absl::StatusOr<int64_t> ReadTable(internal::EtcdClient& client);
   // Applies one PUT (record) or DELETE (nullopt) of `key` to the table, which tells the watchers
   // when it changed.
   void Apply(const std::string& key, const std::optional<std::string>& value);
   // Writes this node's record under the current lease; kAlreadyExists when `create_only` and the
   // key exists.
-  absl::Status WriteRecord(EtcdClient& client, bool create_only)
+  absl::Status WriteRecord(internal::EtcdClient& client, bool create_only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(call_mu_);
   // Notes whether etcd answered, logging each change once.
   void NoteReachable(const absl::Status& status);
@@ -137,20 +142,20 @@ class EtcdNameservice final : public Nameservice {
 
   // Calls made by the caller's threads (Join, Announce, Leave) and by the lease thread.
   troupe::Mutex call_mu_;
-  std::unique_ptr<EtcdClient> calls_ ABSL_GUARDED_BY(call_mu_);
+  std::unique_ptr<internal::EtcdClient> calls_ ABSL_GUARDED_BY(call_mu_);
   int64_t lease_ ABSL_GUARDED_BY(call_mu_) = 0;
   bool announced_ ABSL_GUARDED_BY(call_mu_) = false;
   bool left_ ABSL_GUARDED_BY(call_mu_) = false;
-  NodeEndpoint record_ ABSL_GUARDED_BY(call_mu_);
+  interconnect::NodeEndpoint record_ ABSL_GUARDED_BY(call_mu_);
 
   // The announced members, as last read from etcd; its watchers are this nameservice's.
-  StaticNameservice table_;
+  interconnect::StaticNameservice table_;
   troupe::Mutex read_mu_;
   // The table has been read once (Connect waits for it).
   bool table_read_ ABSL_GUARDED_BY(read_mu_) = false;
 
   // The watch stream's client, stopped from the destructor.
-  std::unique_ptr<EtcdClient> stream_;
+  std::unique_ptr<internal::EtcdClient> stream_;
   // Wakes the lease thread early (stopping).
   troupe::Mutex wake_mu_;
   bool wake_ ABSL_GUARDED_BY(wake_mu_) = false;
@@ -158,4 +163,4 @@ class EtcdNameservice final : public Nameservice {
   std::thread table_thread_;
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::node

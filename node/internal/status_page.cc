@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/internal/status_page.h"
+#include "node/internal/status_page.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include "actors/log.h"
 #include "actors/metrics.h"
 
-namespace troupe::interconnect::internal {
+namespace troupe::node::internal {
 namespace {
 
 // Metric values by name (the prefix left off), summed over the series of one group.
@@ -197,4 +197,4 @@ std::string StatusPage(ActorSystem& system, int refresh_seconds) {
   return html;
 }
 
-}  // namespace troupe::interconnect::internal
+}  // namespace troupe::node::internal

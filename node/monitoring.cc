@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interconnect/monitoring.h"
+#include "node/monitoring.h"
 
 #include <httplib.h>
 #include <pthread.h>
@@ -18,9 +18,9 @@
 #include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
-#include "interconnect/internal/status_page.h"
+#include "node/internal/status_page.h"
 
-namespace troupe::interconnect {
+namespace troupe::node {
 namespace {
 
 // How long a connection may take to send its request; a slow or silent client holds the one
@@ -134,4 +134,4 @@ std::string MonitoringServer::url() const {
   return absl::StrCat("http://", v6 ? "[" : "", impl_->host, v6 ? "]" : "", ":", impl_->port);
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::node
