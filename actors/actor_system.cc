@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/actor_system.h"
 
-#include <array>
-#include <charconv>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -11,6 +8,7 @@
 #include "actors/config.h"
 #include "actors/events.h"
 #include "actors/internal/driver.h"
+#include "actors/internal/pool_metrics.h"
 #include "actors/internal/runtime.h"
 #include "actors/log.h"
 #include "actors/node_hooks.h"
@@ -201,70 +199,6 @@ MetricsRegistry& ActorSystem::metrics() const { return runtime_->metrics(); }
 
 LogContext& ActorSystem::log_context() const { return runtime_->log_context(); }
 
-// The typed view walks the registry: each field below is one metric (summed over workers for the
-// pool totals), so a counter added to a pool shows up here by adding one row.
-namespace {
-
-struct PoolCounterField {
-  std::string_view metric;
-  uint64_t PoolCounters::*pool;
-  uint64_t WorkerCounters::*worker;  // null: pool-wide only
-};
-constexpr std::array<PoolCounterField, 6> kPoolCounterFields = {{
-    {"troupe_pool_events_total", &PoolCounters::events, &WorkerCounters::events},
-    {"troupe_pool_activations_total", &PoolCounters::activations, &WorkerCounters::activations},
-    {"troupe_pool_steals_total", &PoolCounters::steals, &WorkerCounters::steals},
-    {"troupe_pool_budget_preemptions_total", &PoolCounters::budget_preemptions, nullptr},
-    {"troupe_pool_parks_total", &PoolCounters::parks, nullptr},
-    {"troupe_pool_stuck_reports_total", &PoolCounters::stuck_reports, nullptr},
-}};
-
-struct PoolTimeField {
-  std::string_view metric;
-  absl::Duration PoolCounters::*pool;
-};
-constexpr std::array<PoolTimeField, 3> kPoolTimeFields = {{
-    {"troupe_pool_busy_nanoseconds_total", &PoolCounters::busy_time},
-    {"troupe_pool_parked_nanoseconds_total", &PoolCounters::parked_time},
-    {"troupe_pool_cpu_nanoseconds_total", &PoolCounters::cpu_time},
-}};
-
-void AddPoolSample(const MetricSample& sample, PoolCounters& pool) {
-  if (sample.name == "troupe_pool_threads") {
-    pool.threads = static_cast<uint32_t>(sample.value);
-    return;
-  }
-  if (sample.name == "troupe_pool_queue_length") {
-    pool.queue_length = sample.value;
-    return;
-  }
-  for (const PoolTimeField& field : kPoolTimeFields) {
-    if (sample.name == field.metric) {
-      pool.*field.pool += absl::Nanoseconds(sample.value);
-      return;
-    }
-  }
-  for (const PoolCounterField& field : kPoolCounterFields) {
-    if (sample.name != field.metric) {
-      continue;
-    }
-    const auto value = static_cast<uint64_t>(sample.value);
-    pool.*field.pool += value;
-    const std::string_view label = sample.label("worker");
-    size_t worker = 0;
-    if (field.worker != nullptr && !label.empty() &&
-        std::from_chars(label.data(), label.data() + label.size(), worker).ec == std::errc()) {
-      if (pool.workers.size() <= worker) {
-        pool.workers.resize(worker + 1);
-      }
-      pool.workers[worker].*field.worker = value;
-    }
-    return;
-  }
-}
-
-}  // namespace
-
 ActorSystemCounters ActorSystem::Counters() const {
   ActorSystemCounters counters;
   const proto::ActorSystemConfig& config = runtime_->config();
@@ -284,7 +218,10 @@ ActorSystemCounters ActorSystem::Counters() const {
       const std::string_view name = sample.label("pool");
       for (PoolCounters& pool : counters.pools) {
         if (pool.name == name) {
-          AddPoolSample(sample, pool);
+          // Pool-wide rows and workers' rows (summed into the pool): pool_metrics.h.
+          if (!FillFromRows(internal::kPoolMetrics, sample, pool)) {
+            FillFromRows(internal::kWorkerMetrics, sample, pool);
+          }
           break;
         }
       }

@@ -7,7 +7,6 @@
 #include "interconnect/interconnect.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cstdint>
 #include <map>
@@ -26,6 +25,7 @@
 
 #include "actors/events.h"
 #include "actors/log.h"
+#include "actors/metric_table.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
 #include "actors/sync.h"
@@ -37,6 +37,7 @@
 #include "interconnect/internal/proxy.h"
 #include "interconnect/internal/refusal_log.h"
 #include "interconnect/internal/router.h"
+#include "interconnect/internal/session_metrics.h"
 #include "interconnect/tcp_transport.h"
 #include "interconnect/tls_transport.h"
 
@@ -116,45 +117,6 @@ void FollowMembers(ActorSystem& system, PeerTable& peers, const Nameservice& nam
   }
 }
 
-// SessionCounters as a view of the troupe_session_* metrics.
-struct SessionField {
-  std::string_view metric;
-  uint64_t SessionCounters::*field;
-};
-constexpr std::array<SessionField, 16> kSessionFields = {{
-    {"troupe_session_sessions_total", &SessionCounters::sessions},
-    {"troupe_session_connections_total", &SessionCounters::connections},
-    {"troupe_session_events_sent_total", &SessionCounters::events_sent},
-    {"troupe_session_events_received_total", &SessionCounters::events_received},
-    {"troupe_session_bytes_written_total", &SessionCounters::bytes_written},
-    {"troupe_session_bytes_read_total", &SessionCounters::bytes_read},
-    {"troupe_session_frames_resent_total", &SessionCounters::frames_resent},
-    {"troupe_session_duplicates_dropped_total", &SessionCounters::duplicates_dropped},
-    {"troupe_session_queued_events", &SessionCounters::queued_events},
-    {"troupe_session_unacked_bytes", &SessionCounters::unacked_bytes},
-    {"troupe_session_backpressure_stalls_total", &SessionCounters::backpressure_stalls},
-    {"troupe_session_protocol_errors_total", &SessionCounters::protocol_errors},
-    {"troupe_session_refusals_total", &SessionCounters::refusals},
-    {"troupe_session_overloaded_total", &SessionCounters::overloaded},
-    {"troupe_session_failed_links", &SessionCounters::failed_links},
-    {"troupe_session_held_bytes", &SessionCounters::held_bytes},
-}};
-
-void AddSessionSample(const MetricSample& sample, SessionCounters& counters) {
-  if (sample.name == "troupe_session_up") {
-    counters.up = sample.value != 0;
-  } else if (sample.name == "troupe_session_connected") {
-    counters.connected = sample.value != 0;
-  } else {
-    for (const SessionField& field : kSessionFields) {
-      if (sample.name == field.metric) {
-        counters.*field.field = static_cast<uint64_t>(sample.value);
-        return;
-      }
-    }
-  }
-}
-
 // The channel (and proxy) of the member `peer`: kNotFound when the nameservice does not know it,
 // kFailedPrecondition once the interconnect closes (no new channels).
 absl::StatusOr<PeerChannel*> MemberChannel(const Nameservice& nameservice, PeerTable& peers,
@@ -171,6 +133,29 @@ absl::StatusOr<PeerChannel*> MemberChannel(const Nameservice& nameservice, PeerT
 }
 
 }  // namespace
+
+std::vector<SessionCounters> SessionCountersOf(const MetricsRegistry& registry) {
+  std::map<NodeId, SessionCounters> by_peer;
+  registry.ForEach([&](const MetricSample& sample) {
+    if (!sample.name.starts_with("troupe_session_")) {
+      return;
+    }
+    const std::string_view label = sample.label("peer");
+    NodeId peer = 0;
+    if (std::from_chars(label.data(), label.data() + label.size(), peer).ec != std::errc()) {
+      return;
+    }
+    SessionCounters& counters = by_peer[peer];
+    counters.peer = peer;
+    FillFromRows(kSessionMetrics, sample, counters);
+  });
+  std::vector<SessionCounters> all;
+  all.reserve(by_peer.size());
+  for (auto& [peer, counters] : by_peer) {
+    all.push_back(counters);
+  }
+  return all;
+}
 
 ActorId ProxyServiceId(NodeId peer) { return ServiceId(absl::StrCat("ic/", peer)); }
 
@@ -341,26 +326,7 @@ Interconnect::~Interconnect() {
 }
 
 std::vector<SessionCounters> Interconnect::Counters() const {
-  std::map<NodeId, SessionCounters> by_peer;
-  MetricsOf(*system_).ForEach([&](const MetricSample& sample) {
-    if (!sample.name.starts_with("troupe_session_")) {
-      return;
-    }
-    const std::string_view label = sample.label("peer");
-    NodeId peer = 0;
-    if (std::from_chars(label.data(), label.data() + label.size(), peer).ec != std::errc()) {
-      return;
-    }
-    SessionCounters& counters = by_peer[peer];
-    counters.peer = peer;
-    AddSessionSample(sample, counters);
-  });
-  std::vector<SessionCounters> all;
-  all.reserve(by_peer.size());
-  for (auto& [peer, counters] : by_peer) {
-    all.push_back(counters);
-  }
-  return all;
+  return SessionCountersOf(MetricsOf(*system_));
 }
 
 // -- waiting for peers ----------------------------------------------------------------------------

@@ -132,7 +132,9 @@ struct InterconnectOptions {
   std::shared_ptr<Nameservice> nameservice = nullptr;
 };
 
-// What one proxy knows about its session, read without stopping it.
+// What one proxy knows about its session, read without stopping it: a view of its
+// troupe_session_* metrics, each field filled from one row of interconnect/internal/
+// session_metrics.h.
 struct SessionCounters {
   NodeId peer = 0;
   // A session is established with the peer (a connection may still be redialling).
@@ -165,7 +167,15 @@ struct SessionCounters {
   uint64_t failed_links = 0;
   // Bytes held for the peer now (events queued and in unacknowledged frames, with overhead).
   uint64_t held_bytes = 0;
+  // Round trip of a data frame and its acknowledgement, smoothed (each sample weighs 1/8); zero
+  // before the first.
+  absl::Duration round_trip;
 };
+
+// Returns the counters of every peer session whose troupe_session_* metrics `registry` holds, in
+// node-id order: Interconnect::Counters() of the node whose registry it is, for a reader that has
+// the registry (a status page) but not the Interconnect.
+std::vector<SessionCounters> SessionCountersOf(const MetricsRegistry& registry);
 
 class Interconnect {
  public:

@@ -430,6 +430,7 @@ class ExecutorPool {
   uint32_t worker_count() const { return static_cast<uint32_t>(contexts_.size()); }
   const HandlerTrace& trace(uint32_t worker) const { return contexts_[worker]->trace; }
   void CountStuckReport() { stuck_reports_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t stuck_reports() const { return stuck_reports_.load(std::memory_order_relaxed); }
   // Wakes a parked worker when `worker` has mailboxes waiting in its local queue or run-next slot
   // (it is inside a long handler and cannot hand them out itself).
   void Kick(uint32_t worker);

@@ -38,7 +38,7 @@
 namespace troupe::interconnect {
 
 // Counters of one peer's session, written by its proxy (relaxed: each is one independent number),
-// read through the node's metrics registry.
+// read through the node's metrics registry (one row each in session_metrics.h).
 struct SessionStats {
   std::atomic<bool> up{false};
   std::atomic<bool> connected{false};
@@ -125,7 +125,8 @@ struct PeerChannel {
       fn(std::move(ev));
     }
   }
-  // Publishes `stats` as troupe_session_* metrics with the label peer.
+  // Publishes the rows of kSessionMetrics (session_metrics.h) and the round-trip histogram, with
+  // the label peer.
   void PublishMetrics(MetricsRegistry& registry);
   // Proxy or router: reports every event waiting in the queue Undelivered{`reason`} to `system`,
   // giving back its charge; returns how many.

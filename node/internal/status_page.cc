@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -18,11 +17,12 @@
 
 #include "actors/log.h"
 #include "actors/metrics.h"
+#include "interconnect/interconnect.h"
 
 namespace troupe::node::internal {
 namespace {
 
-// Metric values by name (the prefix left off), summed over the series of one group.
+// Metric values by name (the prefix left off), summed over the series of one actor class.
 using Values = std::map<std::string, int64_t>;
 
 std::string Escape(std::string_view text) {
@@ -35,39 +35,20 @@ int64_t Get(const Values& values, const std::string& name) {
   return it == values.end() ? 0 : it->second;
 }
 
-std::string Mb(int64_t bytes) { return absl::StrFormat("%.2f", static_cast<double>(bytes) / 1e6); }
+std::string Mb(uint64_t bytes) { return absl::StrFormat("%.2f", static_cast<double>(bytes) / 1e6); }
 
-// What the registry says, grouped for the tables.
-struct Grouped {
-  Values node;
-  std::map<std::string, Values> pools;
-  std::map<int64_t, Values> peers;
+// The troupe_actor_class_* metrics by class. The node, pool and peer tables read the typed views
+// (ActorSystem::Counters, SessionCountersOf), which name each metric once.
+std::map<std::string, Values> Classes(const MetricsRegistry& registry) {
   std::map<std::string, Values> classes;
-};
-
-Grouped Group(const MetricsRegistry& registry) {
-  Grouped grouped;
   registry.ForEach([&](const MetricSample& sample) {
-    const std::string name(sample.name);
-    constexpr std::string_view kPool = "troupe_pool_";
-    constexpr std::string_view kSession = "troupe_session_";
     constexpr std::string_view kClass = "troupe_actor_class_";
-    if (name.starts_with(kClass)) {
-      grouped.classes[std::string(sample.label("class"))][name.substr(kClass.size())] +=
+    if (sample.name.starts_with(kClass)) {
+      classes[std::string(sample.label("class"))][std::string(sample.name.substr(kClass.size()))] +=
           sample.value;
-    } else if (name.starts_with(kPool)) {
-      grouped.pools[std::string(sample.label("pool"))][name.substr(kPool.size())] += sample.value;
-    } else if (name.starts_with(kSession)) {
-      int64_t peer = 0;
-      if (absl::SimpleAtoi(
-              absl::string_view(sample.label("peer").data(), sample.label("peer").size()), &peer)) {
-        grouped.peers[peer][name.substr(kSession.size())] += sample.value;
-      }
-    } else if (name.starts_with("troupe_")) {
-      grouped.node[name.substr(std::string_view("troupe_").size())] += sample.value;
     }
   });
-  return grouped;
+  return classes;
 }
 
 // Appends a table row; `cells` are escaped.
@@ -79,13 +60,16 @@ void Row(std::string* html, const std::vector<std::string>& cells, bool header =
   absl::StrAppend(html, "</tr>\n");
 }
 
-std::string Count(int64_t value) { return absl::StrCat(value); }
+template <typename Number>
+std::string Count(Number value) {
+  return absl::StrCat(value);
+}
 
-std::string PeerState(const Values& peer) {
-  if (Get(peer, "up") == 0) {
+std::string PeerState(const SessionCounters& peer) {
+  if (!peer.up) {
     return "down";
   }
-  return Get(peer, "connected") != 0 ? "up" : "up, reconnecting";
+  return peer.connected ? "up" : "up, reconnecting";
 }
 
 // The ten classes whose sampled handlers took the most time, with their live actors.
@@ -114,7 +98,7 @@ void AppendBusiestClasses(const std::map<std::string, Values>& classes, std::str
 }  // namespace
 
 std::string StatusPage(ActorSystem& system, int refresh_seconds) {
-  const Grouped grouped = Group(system.metrics());
+  const ActorSystemCounters counters = system.Counters();
   const NodeId node = system.node_id();
   std::string html = absl::StrCat(
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
@@ -132,31 +116,29 @@ std::string StatusPage(ActorSystem& system, int refresh_seconds) {
 
   absl::StrAppend(&html, "<h2>Node</h2>\n<table>\n");
   Row(&html, {"live mailboxes", "pending timers", "dropped events", "failed actors"}, true);
-  Row(&html,
-      {Count(Get(grouped.node, "live_mailboxes")), Count(Get(grouped.node, "pending_timers")),
-       Count(Get(grouped.node, "dropped_events_total")),
-       Count(Get(grouped.node, "failed_actors_total"))});
+  Row(&html, {Count(counters.live_mailboxes), Count(counters.pending_timers),
+              Count(counters.dropped_events), Count(counters.failed_actors)});
   absl::StrAppend(&html, "</table>\n<h2>Pools</h2>\n<table>\n");
   Row(&html,
       {"pool", "threads", "events", "activations", "busy", "ready queue", "steals", "preemptions",
        "stuck reports"},
       true);
-  for (const auto& [pool, values] : grouped.pools) {
-    const int64_t busy = Get(values, "busy_nanoseconds_total");
-    const int64_t parked = Get(values, "parked_nanoseconds_total");
+  std::vector<PoolCounters> pools = counters.pools;
+  std::sort(pools.begin(), pools.end(),
+            [](const PoolCounters& a, const PoolCounters& b) { return a.name < b.name; });
+  for (const PoolCounters& pool : pools) {
+    const absl::Duration awake = pool.busy_time + pool.parked_time;
     const double share =
-        busy + parked > 0 ? 100.0 * static_cast<double>(busy) / static_cast<double>(busy + parked)
-                          : 0.0;
-    Row(&html, {pool, Count(Get(values, "threads")), Count(Get(values, "events_total")),
-                Count(Get(values, "activations_total")), absl::StrFormat("%.1f%%", share),
-                Count(Get(values, "queue_length")), Count(Get(values, "steals_total")),
-                Count(Get(values, "budget_preemptions_total")),
-                Count(Get(values, "stuck_reports_total"))});
+        awake > absl::ZeroDuration() ? 100.0 * absl::FDivDuration(pool.busy_time, awake) : 0.0;
+    Row(&html, {pool.name, Count(pool.threads), Count(pool.events), Count(pool.activations),
+                absl::StrFormat("%.1f%%", share), Count(pool.queue_length), Count(pool.steals),
+                Count(pool.budget_preemptions), Count(pool.stuck_reports)});
   }
   absl::StrAppend(&html, "</table>\n");
-  AppendBusiestClasses(grouped.classes, &html);
+  AppendBusiestClasses(Classes(system.metrics()), &html);
   absl::StrAppend(&html, "<h2>Peers</h2>\n");
-  if (grouped.peers.empty()) {
+  const std::vector<SessionCounters> peers = SessionCountersOf(system.metrics());
+  if (peers.empty()) {
     absl::StrAppend(&html, "<p>No interconnect: this node has no peers.</p>\n");
   } else {
     absl::StrAppend(&html, "<table>\n");
@@ -165,19 +147,15 @@ std::string StatusPage(ActorSystem& system, int refresh_seconds) {
          "MB written", "MB read", "queued", "unacked bytes", "held bytes", "resent", "refusals",
          "protocol errors", "overloaded"},
         true);
-    for (const auto& [peer, values] : grouped.peers) {
-      Row(&html,
-          {absl::StrCat("node ", peer), PeerState(values),
-           Get(values, "round_trip_nanoseconds") > 0
-               ? absl::StrFormat("%.3f ms",
-                                 static_cast<double>(Get(values, "round_trip_nanoseconds")) / 1e6)
-               : std::string("-"),
-           Count(Get(values, "sessions_total")), Count(Get(values, "events_sent_total")),
-           Count(Get(values, "events_received_total")), Mb(Get(values, "bytes_written_total")),
-           Mb(Get(values, "bytes_read_total")), Count(Get(values, "queued_events")),
-           Count(Get(values, "unacked_bytes")), Count(Get(values, "held_bytes")),
-           Count(Get(values, "frames_resent_total")), Count(Get(values, "refusals_total")),
-           Count(Get(values, "protocol_errors_total")), Count(Get(values, "overloaded_total"))});
+    for (const SessionCounters& peer : peers) {
+      Row(&html, {absl::StrCat("node ", peer.peer), PeerState(peer),
+                  peer.round_trip > absl::ZeroDuration()
+                      ? absl::StrFormat("%.3f ms", absl::ToDoubleMilliseconds(peer.round_trip))
+                      : std::string("-"),
+                  Count(peer.sessions), Count(peer.events_sent), Count(peer.events_received),
+                  Mb(peer.bytes_written), Mb(peer.bytes_read), Count(peer.queued_events),
+                  Count(peer.unacked_bytes), Count(peer.held_bytes), Count(peer.frames_resent),
+                  Count(peer.refusals), Count(peer.protocol_errors), Count(peer.overloaded)});
     }
     absl::StrAppend(&html, "</table>\n");
   }
