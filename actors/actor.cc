@@ -92,7 +92,7 @@ void Actor::Send(EventHandlePtr handle) const {
   system_->runtime()->Send(std::move(handle));
 }
 
-void Actor::Forward(EventHandlePtr& ev, const ActorId& recipient) const {
+void Actor::Forward(const ActorId& recipient, EventHandlePtr& ev) const {
   ev->set_recipient(recipient);
   system_->runtime()->Send(std::move(ev));
 }
@@ -120,11 +120,11 @@ ActorId Actor::Register(std::unique_ptr<Actor> actor, RegisterOptions options) {
   return system_->runtime()->Register(std::move(actor), options, options.detached ? nullptr : this);
 }
 
-ActorId Actor::RegisterChild(internal::ChildFactory factory, RegisterOptions options) {
+ActorId Actor::RegisterRestartable(ActorFactory factory, RegisterOptions options) {
   std::unique_ptr<Actor> first = factory != nullptr ? factory() : nullptr;
   if (first == nullptr) {
-    TROUPE_LOG(kError, kActors) << "actor " << self_
-                                << ": RegisterChild's factory made no actor; nothing registered";
+    TROUPE_LOG(kError, kActors)
+        << "actor " << self_ << ": RegisterRestartable's factory made no actor; nothing registered";
     return {};
   }
   return system_->runtime()->Register(std::move(first), options, this, std::move(factory));

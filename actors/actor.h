@@ -62,12 +62,22 @@ class ActorSystem;
 template <typename ReplyEvent>
 class AskAwaiter;
 
+// Makes a new instance of an actor: what Actor::RegisterRestartable registers, and what its
+// supervisor calls again to restart it (actors/supervision.h).
+using ActorFactory = absl::AnyInvocable<std::unique_ptr<Actor>()>;
+
+// What every form of ask yields (Actor::Ask with a callback, `co_await Actor::Ask`, AskFuture in
+// actors/scoped_actor.h): the reply event, which the asker then owns, or why there is none.
+// Owned because the reply is the asker's to keep: a callback may move it into the actor's state, a
+// coroutine holds it across its next co_await, and a future hands it to another thread, all after
+// the event that carried it has been handled.
+template <typename ReplyEvent>
+using AskResult = absl::StatusOr<std::unique_ptr<ReplyEvent>>;
+
 namespace internal {
 class Mailbox;
 class Runtime;
 struct ActorExtras;
-// Makes a new instance of a child for its supervisor's restarts (Actor::RegisterChild).
-using ChildFactory = absl::AnyInvocable<std::unique_ptr<Actor>()>;
 struct Children;
 // Called once with an ask's reply (OK) or the reason there is none (see Actor::Ask).
 using AskContinuation = absl::AnyInvocable<void(EventHandlePtr& reply, const absl::Status& error)>;
@@ -147,7 +157,7 @@ class Actor : public internal::SmallPooled {
   // Sends a prepared handle (its sender is used as is).
   void Send(EventHandlePtr handle) const;
   // Sends `ev` on to `recipient`, keeping its sender, flags and cookie.
-  void Forward(EventHandlePtr& ev, const ActorId& recipient) const;
+  void Forward(const ActorId& recipient, EventHandlePtr& ev) const;
 
   // Sends `event` to this actor after `delay`. The returned cookie cancels it.
   TimerCookie Schedule(absl::Duration delay, std::unique_ptr<EventBase> event,
@@ -161,31 +171,38 @@ class Actor : public internal::SmallPooled {
 
   // -- requests and replies ----------------------------------------------------------------------
   //
-  // Ask sends `request` to `to` (tracked) and calls `on_reply` exactly once, later, in a handler
-  // of this actor (so never while another of its events is handled), with one of:
-  //   | what happened                                  | on_reply gets                           |
+  // An ask sends `request` to `to` (tracked) and yields one AskResult<ReplyEvent> (above), once,
+  // later, in a handler of this actor (so never while another of its events is handled). Two
+  // forms here, a third for plain threads:
+  //   - Ask(to, request, timeout, on_reply) calls `on_reply` with the result;
+  //   - `co_await Ask(to, request, timeout)` in a coroutine (include actors/coroutine.h, which says
+  //     what the actor does while the coroutine waits) resumes it with the result;
+  //   - AskFuture(system, to, request, timeout) (actors/scoped_actor.h) returns a future of it.
+  // The result, in every form:
+  //   | what happened                                  | the result                              |
   //   |------------------------------------------------|-----------------------------------------|
-  //   | `to` answered with Reply(ev, event of Reply)   | the reply: an EventPtr valid in the call |
+  //   | `to` answered with Reply(ev, event of Reply)   | OK: the reply event, owned by the asker |
   //   | it answered with another event type            | kInvalidArgument naming both types      |
   //   | the reply's bytes did not parse                | kDataLoss                               |
   //   | the request could not be delivered             | kUnavailable naming the Undelivered     |
   //   |                                                | reason ("unsure" when it was sent)      |
   //   | no answer within `timeout`                     | kDeadlineExceeded                       |
+  //   | the system stopped first (AskFuture only)      | kCancelled                              |
   // The framework matches the answer by the request's cookie, which Reply copies; an answer that
   // comes after the ask ended (a reply after its timeout) is dropped, and so is the timeout after
-  // a reply. Once on_reply has run nothing of the ask is kept; an actor that ends with asks
-  // pending drops them without calling on_reply. Works across nodes. Ask cookies have the top
-  // bit set: keep it clear in cookies of your own.
+  // a reply. Once the result is handed over nothing of the ask is kept; an actor that ends with
+  // asks pending drops them: no callback runs and a waiting coroutine is destroyed unresumed.
+  // Works across nodes. Ask cookies have the top bit set: keep it clear in cookies of your own.
   //
   //   Ask<EvPrice>(quotes, std::make_unique<EvQuote>("ACME"), absl::Seconds(1),
-  //                [this](absl::StatusOr<EventPtr<EvPrice>> price) {
-  //                  if (price.ok()) { last_ = price->Get()->value; }
+  //                [this](troupe::AskResult<EvPrice> price) {
+  //                  if (price.ok()) { last_ = (*price)->value; }
   //                });
   //
   // Returns the request id (the cookie).
   template <typename ReplyEvent>
   uint64_t Ask(const ActorId& to, std::unique_ptr<EventBase> request, absl::Duration timeout,
-               absl::AnyInvocable<void(absl::StatusOr<EventPtr<ReplyEvent>>)> on_reply) {
+               absl::AnyInvocable<void(AskResult<ReplyEvent>)> on_reply) {
     return AskErased(
         to, std::move(request), timeout,
         [on_reply = std::move(on_reply)](EventHandlePtr& reply, const absl::Status& error) mutable {
@@ -195,19 +212,18 @@ class Actor : public internal::SmallPooled {
             on_reply(absl::InvalidArgumentError("expected a reply of type " +
                                                 EventTypeName(ReplyEvent::kEventType) + ", got " +
                                                 EventTypeName(reply->type())));
-          } else if (reply->template Get<ReplyEvent>() == nullptr) {
+          } else if (std::unique_ptr<ReplyEvent> event = reply->template Release<ReplyEvent>();
+                     event == nullptr) {
             on_reply(absl::DataLossError("the reply's bytes did not parse"));
           } else {
-            on_reply(EventPtr<ReplyEvent>(reply));
+            on_reply(std::move(event));
           }
         });
   }
-  // The same as a coroutine's `co_await` (include actors/coroutine.h, which says what the actor
-  // does while the coroutine waits): yields the reply as absl::StatusOr<std::unique_ptr<
-  // ReplyEvent>>, or the errors above.
+  // The same for a coroutine: `co_await` the returned awaiter (defined in actors/coroutine.h).
   template <typename ReplyEvent>
-  AskAwaiter<ReplyEvent> AskAsync(const ActorId& to, std::unique_ptr<EventBase> request,
-                                  absl::Duration timeout);
+  AskAwaiter<ReplyEvent> Ask(const ActorId& to, std::unique_ptr<EventBase> request,
+                             absl::Duration timeout);
   // Sends `response` to the sender of `request` with the request's cookie: the answer an Ask
   // matches. (Also fine for requests that were not asks.)
   void Reply(const EventHandlePtr& request, std::unique_ptr<EventBase> response,
@@ -251,9 +267,10 @@ class Actor : public internal::SmallPooled {
   // Registers `actor` on its own new mailbox (see ActorSystem::Register) as a child of this actor
   // (unless options.detached): this actor supervises it and ends after it (actors/supervision.h).
   ActorId Register(std::unique_ptr<Actor> actor, RegisterOptions options = {});
-  // Registers `factory()` as a child that a kRestart directive can replace by a new instance
-  // from `factory` (same id, same queue). Returns an empty id when the factory returns null.
-  ActorId RegisterChild(internal::ChildFactory factory, RegisterOptions options = {});
+  // Registers `factory()` as a restartable child: a kRestart directive replaces it by a new
+  // instance from `factory` (same id, same queue). Returns an empty id when the factory returns
+  // null. (Register, too, makes a child, but one that can only be stopped.)
+  ActorId RegisterRestartable(ActorFactory factory, RegisterOptions options = {});
   // Registers `actor` on this actor's mailbox: the two never run in parallel and share a queue.
   // It is a mailbox sibling, not a child: top-level, it outlives this actor if it must.
   ActorId RegisterWithSameMailbox(std::unique_ptr<Actor> actor);
@@ -261,7 +278,7 @@ class Actor : public internal::SmallPooled {
   // -- supervising ---------------------------------------------------------------------------
 
   // How this actor treats its children's failures (actors/supervision.h). The default restarts a
-  // child registered with a factory and stops any other; override to choose.
+  // restartable child (RegisterRestartable) and stops any other; override to choose.
   virtual SupervisorStrategy supervisor_strategy() const { return {}; }
 
  private:

@@ -46,8 +46,6 @@ void ReportUndelivered(ActorSystem& system, EventHandlePtr ev, UndeliveredReason
   internal::RuntimeOf(system)->Undeliverable(std::move(ev), reason, unsure);
 }
 
-MetricsRegistry& MetricsOf(ActorSystem& system) { return system.metrics(); }
-
 absl::Status AttachIoPoller(ActorSystem& system, std::string_view pool, IoPoller* poller) {
   return internal::RuntimeOf(system)->AttachIoPoller(pool, poller);
 }

@@ -4,9 +4,8 @@
 // returning troupe::Task), which `co_await`s typed replies with a timeout.
 //
 //   troupe::Task Quote(troupe::EventHandlePtr request) {        // parameters by value
-//     absl::StatusOr<std::unique_ptr<EvPrice>> price =
-//         co_await AskAsync<EvPrice>(prices_, std::make_unique<EvGetPrice>("ACME"),
-//                                    absl::Seconds(1));
+//     troupe::AskResult<EvPrice> price =
+//         co_await Ask<EvPrice>(prices_, std::make_unique<EvGetPrice>("ACME"), absl::Seconds(1));
 //     if (!price.ok()) { co_return; }                            // timeout, undelivered, ...
 //     Reply(request, std::make_unique<EvQuote>((*price)->value));
 //   }
@@ -20,14 +19,14 @@
 // (or timeout), never while another of the actor's events is handled. **While a coroutine waits,
 // the actor handles its other events as usual** (in order; they are not held), so state it read
 // before the co_await may have changed after it. Several coroutines of one actor may wait at
-// once. The outcomes of an AskAsync are Actor::Ask's (actors/actor.h): the reply, or
-// kDeadlineExceeded, kUnavailable, kInvalidArgument or kDataLoss. A reply after the timeout is
-// dropped.
+// once. `co_await Ask(to, request, timeout)` yields an AskResult with the outcomes of
+// Actor::Ask's table (actors/actor.h): the reply, owned by the coroutine, or kDeadlineExceeded,
+// kUnavailable, kInvalidArgument or kDataLoss. A reply after the timeout is dropped.
 //
 // An exception that escapes a coroutine fails the actor as one from a handler would (in the
 // handler that started or resumed it). An actor that ends with coroutines waiting destroys them
 // before its destructor runs: their locals are destroyed and they never resume. A Task can only
-// co_await AskAsync (anything else does not compile).
+// co_await Actor::Ask (anything else does not compile).
 //
 // Thread-safety: actor-confined, like the handlers that start and resume the coroutines.
 #pragma once
@@ -106,18 +105,16 @@ class Task {
     template <typename Awaiter>
     Awaiter&& await_transform(Awaiter&& awaiter) noexcept {
       static_assert(internal::IsAskAwaiter<std::remove_cvref_t<Awaiter>>::value,
-                    "a troupe::Task can only co_await Actor::AskAsync");
+                    "a troupe::Task can only co_await Actor::Ask");
       return std::forward<Awaiter>(awaiter);
     }
   };
 };
 
-// What `co_await AskAsync<ReplyEvent>(...)` waits on (see the file comment).
+// What `co_await Ask<ReplyEvent>(to, request, timeout)` waits on (see the file comment).
 template <typename ReplyEvent>
 class [[nodiscard]] AskAwaiter {
  public:
-  using Result = absl::StatusOr<std::unique_ptr<ReplyEvent>>;
-
   AskAwaiter(Actor* actor, const ActorId& to, std::unique_ptr<EventBase> request,
              absl::Duration timeout)
       : actor_(actor), to_(to), request_(std::move(request)), timeout_(timeout) {}
@@ -125,30 +122,25 @@ class [[nodiscard]] AskAwaiter {
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<Task::promise_type> frame) {
     internal::FrameOwner owner(frame);
-    actor_->Ask<ReplyEvent>(
-        to_, std::move(request_), timeout_,
-        [this, owner = std::move(owner)](absl::StatusOr<EventPtr<ReplyEvent>> reply) mutable {
-          if (reply.ok()) {
-            result_ = reply->Release()->template Release<ReplyEvent>();
-          } else {
-            result_ = reply.status();
-          }
-          owner.Resume();
-        });
+    actor_->Ask<ReplyEvent>(to_, std::move(request_), timeout_,
+                            [this, owner = std::move(owner)](AskResult<ReplyEvent> reply) mutable {
+                              result_ = std::move(reply);
+                              owner.Resume();
+                            });
   }
-  Result await_resume() { return std::move(result_); }
+  AskResult<ReplyEvent> await_resume() { return std::move(result_); }
 
  private:
   Actor* actor_;
   ActorId to_;
   std::unique_ptr<EventBase> request_;
   absl::Duration timeout_;
-  Result result_ = absl::UnknownError("not answered");
+  AskResult<ReplyEvent> result_ = absl::UnknownError("not answered");
 };
 
 template <typename ReplyEvent>
-AskAwaiter<ReplyEvent> Actor::AskAsync(const ActorId& to, std::unique_ptr<EventBase> request,
-                                       absl::Duration timeout) {
+AskAwaiter<ReplyEvent> Actor::Ask(const ActorId& to, std::unique_ptr<EventBase> request,
+                                  absl::Duration timeout) {
   return AskAwaiter<ReplyEvent>(this, to, std::move(request), timeout);
 }
 

@@ -4,7 +4,8 @@
 // monitoring page, a membership service — reach its runtime. For extensions, not for actors:
 // actors use Actor and ActorSystem.
 //
-// What an extension may do with a node, and nothing else:
+// What an extension may do with a node beyond the public ActorSystem (whose metrics() registry is
+// where an extension publishes its counters), and nothing else:
 //   | hook                 | what for                                                          |
 //   |----------------------|-------------------------------------------------------------------|
 //   | RemoteRouter         | take events whose recipient lives on another node (delivery rule  |
@@ -15,8 +16,6 @@
 //   | ReportUndelivered    | apply delivery rule 3 to an event the extension cannot deliver:   |
 //   |                      | forward target, else Undelivered to a tracking sender, else drop  |
 //   |                      | and count                                                         |
-//   | MetricsOf            | the node's metrics registry (actors/metrics.h): publish an         |
-//   |                      | extension's counters, or walk every counter of the node            |
 //   | IoPoller             | an I/O loop run by a pool's idle workers instead of a thread of   |
 //   | AttachIoPoller       | its own (the TCP transport's): bytes that arrive wake the worker  |
 //   | DetachIoPoller       | that will run their actors, with no hand-off between threads      |
@@ -57,7 +56,6 @@
 namespace troupe {
 
 class ActorSystem;
-class MetricsRegistry;
 
 class RemoteRouter {
  public:
@@ -88,9 +86,6 @@ void RouteThroughRouter(ActorSystem& system, EventHandlePtr ev);
 // sender that tracked it or asked for kGenerateUnsureUndelivered.
 void ReportUndelivered(ActorSystem& system, EventHandlePtr ev, UndeliveredReason reason,
                        bool unsure = false);
-
-// Returns `system`'s metrics registry (lives as long as the system).
-MetricsRegistry& MetricsOf(ActorSystem& system);
 
 // An I/O event loop (an Asio io_context, an epoll set) that the workers of one pool run instead
 // of a thread of its own. A worker of the pool that runs out of mailboxes polls it while it spins

@@ -4,22 +4,22 @@
 // test runtime:
 //   - ScopedActor gives the thread an inbox: an actor id of its own that actors send and reply
 //     to, and a blocking Receive with a timeout (CAF's scoped_actor).
-//   - Ask sends one request from a one-shot actor and returns a future of the typed reply, with
-//     the same outcomes as Actor::Ask (actor.h): the reply, kDeadlineExceeded, kUnavailable
-//     (undelivered), kInvalidArgument (another type), kDataLoss; kCancelled when the system stops
-//     first. Nothing outlives the ask: the one-shot actor ends with it, and a late reply is
-//     dropped.
+//   - AskFuture sends one request from a one-shot actor and returns a std::future of its
+//     AskResult, with the outcomes of Actor::Ask's table (actor.h): the reply, owned by the
+//     caller, or kDeadlineExceeded, kUnavailable (undelivered), kInvalidArgument (another type),
+//     kDataLoss, and kCancelled when the system stops first. Nothing outlives the ask: the
+//     one-shot actor ends with it, and a late reply is dropped.
 // Both work across nodes: the ids are ordinary actor ids of the node. Sends carry the calling
 // thread's trace id (TraceScope, log.h).
 //
 // Thread-safety: ScopedActor is thread-compatible (one owning thread; its inbox actor runs on a
-// pool). Ask is thread-safe.
+// pool). AskFuture is thread-safe.
 //
 // Example:
 //
-//   absl::StatusOr<std::unique_ptr<EvPrice>> price =
-//       troupe::Ask<EvPrice>(*system, quotes, std::make_unique<EvQuote>("ACME"),
-//                            absl::Seconds(1)).get();
+//   troupe::AskResult<EvPrice> price =
+//       troupe::AskFuture<EvPrice>(*system, quotes, std::make_unique<EvQuote>("ACME"),
+//                                  absl::Seconds(1)).get();
 //
 //   troupe::ScopedActor me(*system);
 //   me.Send(counter, std::make_unique<EvGet>());
@@ -79,14 +79,12 @@ class ScopedActor {
 
 namespace internal {
 
-// The actor behind troupe::Ask: asks once, hands the outcome to the future, ends.
+// The actor behind troupe::AskFuture: asks once, hands the outcome to the future, ends.
 template <typename ReplyEvent>
 class OneShotAsk final : public Actor {
  public:
-  using Result = absl::StatusOr<std::unique_ptr<ReplyEvent>>;
-
   OneShotAsk(ActorId to, std::unique_ptr<EventBase> request, absl::Duration timeout,
-             uint64_t trace_id, std::promise<Result> promise)
+             uint64_t trace_id, std::promise<AskResult<ReplyEvent>> promise)
       : Actor(&OneShotAsk::StateWork),
         to_(to),
         request_(std::move(request)),
@@ -106,16 +104,11 @@ class OneShotAsk final : public Actor {
  private:
   void Bootstrap() override {
     const TraceScope trace(trace_id_);
-    Ask<ReplyEvent>(
-        to_, std::move(request_), timeout_, [this](absl::StatusOr<EventPtr<ReplyEvent>> reply) {
-          done_ = true;
-          if (reply.ok()) {
-            promise_.set_value(Result(reply->Release()->template Release<ReplyEvent>()));
-          } else {
-            promise_.set_value(Result(reply.status()));
-          }
-          PassAway();
-        });
+    Ask<ReplyEvent>(to_, std::move(request_), timeout_, [this](AskResult<ReplyEvent> reply) {
+      done_ = true;
+      promise_.set_value(std::move(reply));
+      PassAway();
+    });
   }
   TROUPE_STATE(StateWork) { Unhandled(ev); }
 
@@ -123,21 +116,20 @@ class OneShotAsk final : public Actor {
   std::unique_ptr<EventBase> request_;
   absl::Duration timeout_;
   uint64_t trace_id_;
-  std::promise<Result> promise_;
+  std::promise<AskResult<ReplyEvent>> promise_;
   bool done_ = false;
 };
 
 }  // namespace internal
 
 // Sends `request` to `to` and returns a future of the reply (see the file comment). Does not
-// block; get() or wait_for() on the future does.
+// block; get() or wait_for() on the future does. For plain threads: an actor uses Actor::Ask.
 template <typename Reply>
-std::future<absl::StatusOr<std::unique_ptr<Reply>>> Ask(ActorSystem& system, const ActorId& to,
-                                                        std::unique_ptr<EventBase> request,
-                                                        absl::Duration timeout) {
-  using Result = absl::StatusOr<std::unique_ptr<Reply>>;
-  std::promise<Result> promise;
-  std::future<Result> future = promise.get_future();
+std::future<AskResult<Reply>> AskFuture(ActorSystem& system, const ActorId& to,
+                                        std::unique_ptr<EventBase> request,
+                                        absl::Duration timeout) {
+  std::promise<AskResult<Reply>> promise;
+  std::future<AskResult<Reply>> future = promise.get_future();
   // Registering hands the promise to the actor; when registering fails the actor is destroyed
   // unbootstrapped and its destructor reports kCancelled.
   (void)system.TryRegister(std::make_unique<internal::OneShotAsk<Reply>>(

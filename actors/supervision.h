@@ -2,7 +2,7 @@
 //
 // Supervision: what happens when an actor's handler (or Bootstrap) throws.
 //
-// An actor registered by another actor (Actor::Register, Actor::RegisterChild) is its child,
+// An actor registered by another actor (Actor::Register, Actor::RegisterRestartable) is its child,
 // unless RegisterOptions::detached says otherwise; an actor registered by ActorSystem::Register
 // or Actor::RegisterWithSameMailbox is top-level. When a child throws, the exception and the event
 // are logged, that event is dropped, the child's later events are held (in order), and its parent's
@@ -10,9 +10,9 @@
 //   | directive  | the child                                                                     |
 //   |------------|-------------------------------------------------------------------------------|
 //   | kResume    | keeps its state and handles its held events                                   |
-//   | kRestart   | gets a new instance from the factory given to RegisterChild, after a backoff: |
+//   | kRestart   | gets a new instance from its RegisterRestartable factory, after a backoff:    |
 //   |            | same ActorId, same queued and held events, Bootstrap again; the old instance  |
-//   |            | is destroyed and its own children stopped. Without a factory: kStop.          |
+//   |            | is destroyed and its own children stopped. Not restartable: kStop.            |
 //   | kStop      | ends (its watchers get TerminationReason::kFailed)                            |
 //   | kEscalate  | stays held while the parent fails in its turn, with the child's failure       |
 // kOneForOne applies the directive to the failed child; kAllForOne to every child of the parent
@@ -53,7 +53,7 @@ struct ChildFailure {
   EventType event_type = 0;
   // The exception's what(), or "non-standard exception".
   std::string what;
-  // Whether RegisterChild gave a factory (kRestart is possible).
+  // Whether it was registered with RegisterRestartable (kRestart is possible).
   bool restartable = false;
 };
 
@@ -61,7 +61,7 @@ struct SupervisorStrategy {
   enum class Scope : uint8_t { kOneForOne, kAllForOne };
 
   Scope scope = Scope::kOneForOne;
-  // Decides per failure. Unset: kRestart for a child with a factory, else kStop.
+  // Decides per failure. Unset: kRestart for a restartable child, else kStop.
   std::function<SupervisorDirective(const ChildFailure&)> decide;
   // More restarts than this within `within` (per child): stop the child and escalate.
   uint32_t max_restarts = 10;

@@ -2,11 +2,13 @@
 //
 // requests: asking actors for answers, three ways, on one node (the README's "Requests and
 // replies"; the same calls work across nodes):
-//   - a plain thread asks and waits on a future (troupe::Ask, actors/scoped_actor.h);
+//   - a plain thread asks and waits on a future (troupe::AskFuture, actors/scoped_actor.h);
 //   - an actor asks another and gets the reply in a continuation (Actor::Ask, actors/actor.h),
 //     with a timeout that fires when nobody answers;
 //   - a plain thread owns an inbox (troupe::ScopedActor) and receives events;
-//   - an actor's coroutine co_awaits two replies in turn (actors/coroutine.h).
+//   - an actor's coroutine co_awaits two replies in turn (co_await Actor::Ask,
+//     actors/coroutine.h).
+// All three yield a troupe::AskResult: the reply, owned by the asker, or why there is none.
 // Exits 0 when every answer came as expected, 1 otherwise (statuses as in cli.h).
 //
 //   requests
@@ -86,15 +88,15 @@ class Checker final : public troupe::Actor {
     }
   }
   void Handle(troupe::EventPtr<EvCheck> ev) {
-    Ask<EvPrice>(quotes_, std::make_unique<EvQuote>(ev.Get()->symbol), absl::Milliseconds(50),
-                 [this, asker = ev->sender(),
-                  cookie = ev->cookie()](absl::StatusOr<troupe::EventPtr<EvPrice>> price) {
-                   std::printf("requests: the checker's ask: %s\n",
-                               price.ok() ? std::to_string(price->Get()->cents).c_str()
-                                          : price.status().ToString().c_str());
-                   Send(asker, std::make_unique<EvPrice>(price.ok() ? price->Get()->cents : -1),
-                        troupe::kNoFlags, cookie);
-                 });
+    Ask<EvPrice>(
+        quotes_, std::make_unique<EvQuote>(ev.Get()->symbol), absl::Milliseconds(50),
+        [this, asker = ev->sender(), cookie = ev->cookie()](troupe::AskResult<EvPrice> price) {
+          std::printf("requests: the checker's ask: %s\n",
+                      price.ok() ? std::to_string((*price)->cents).c_str()
+                                 : price.status().ToString().c_str());
+          Send(asker, std::make_unique<EvPrice>(price.ok() ? (*price)->cents : -1),
+               troupe::kNoFlags, cookie);
+        });
   }
 
   troupe::ActorId quotes_;
@@ -117,10 +119,10 @@ class SumChecker final : public troupe::Actor {
     }
   }
   troupe::Task Sum(troupe::EventHandlePtr request) {  // parameters by value: the frame outlives
-    absl::StatusOr<std::unique_ptr<EvPrice>> first = co_await AskAsync<EvPrice>(
-        quotes_, std::make_unique<EvQuote>("AB"), absl::Milliseconds(50));
-    absl::StatusOr<std::unique_ptr<EvPrice>> second = co_await AskAsync<EvPrice>(
-        quotes_, std::make_unique<EvQuote>("ABC"), absl::Milliseconds(50));
+    troupe::AskResult<EvPrice> first =
+        co_await Ask<EvPrice>(quotes_, std::make_unique<EvQuote>("AB"), absl::Milliseconds(50));
+    troupe::AskResult<EvPrice> second =
+        co_await Ask<EvPrice>(quotes_, std::make_unique<EvQuote>("ABC"), absl::Milliseconds(50));
     const int64_t sum =
         first.ok() && second.ok() ? (*first)->cents + (*second)->cents : int64_t{-1};
     Reply(request, std::make_unique<EvPrice>(sum));
@@ -146,8 +148,9 @@ int main(int argc, char** argv) {
   bool ok = true;
 
   // 1. A thread asks and waits.
-  absl::StatusOr<std::unique_ptr<EvPrice>> price =
-      troupe::Ask<EvPrice>(system, quotes, std::make_unique<EvQuote>("ACME"), absl::Seconds(5))
+  troupe::AskResult<EvPrice> price =
+      troupe::AskFuture<EvPrice>(system, quotes, std::make_unique<EvQuote>("ACME"),
+                                 absl::Seconds(5))
           .get();
   std::printf("requests: ACME from a thread: %s\n", price.ok()
                                                         ? std::to_string((*price)->cents).c_str()

@@ -2,8 +2,8 @@
 //
 // supervision: a small supervision tree whose workers crash at random and are restarted (the
 // README's "Actors that fail well"):
-//   - a Supervisor registers three workers with factories (RegisterChild) and restarts any that
-//     throws (one-for-one, at most 20 restarts a second each, backing off from 5 ms);
+//   - a Supervisor registers three restartable workers (RegisterRestartable) and restarts any
+//     that throws (one-for-one, at most 20 restarts a second each, backing off from 5 ms);
 //   - a Feeder sends them jobs; a worker throws on one job in five, and the job that failed is
 //     dropped, the ones queued behind it wait for the new instance (same id);
 //   - a Monitor watches every worker and the supervisor (Watch), and listens to dead letters;
@@ -125,7 +125,7 @@ class Supervisor final : public troupe::Actor {
     std::vector<troupe::ActorId> workers;
     for (int i = 0; i < 3; ++i) {
       uint64_t seed = 1000 + i;
-      workers.push_back(RegisterChild(
+      workers.push_back(RegisterRestartable(
           [this, i, seed]() mutable { return std::make_unique<Worker>(i, tally_, seed++); }));
     }
     Send(report_to_, std::make_unique<EvFeed>(std::move(workers)));
@@ -154,7 +154,7 @@ class Monitor final : public troupe::Actor {
         const troupe::EvTerminated* ended = ev->Get<troupe::EvTerminated>();
         std::printf("supervision: monitor: %s ended (%s)\n", ended->target().ToString().c_str(),
                     troupe::TerminationReasonName(ended->reason()));
-        Forward(ev, report_to_);
+        Forward(report_to_, ev);
         break;
       }
       case troupe::kEvDeadLetter:

@@ -85,7 +85,7 @@ ActorId StartProxy(ActorSystem* system, const SessionSettings& base, const Regis
     system->Send(proxy, std::make_unique<EvPoison>());
     return {};
   }
-  channel->PublishMetrics(MetricsOf(*system));
+  channel->PublishMetrics(system->metrics());
   return proxy;
 }
 
@@ -235,7 +235,7 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   const absl::Duration dead_timeout = absl::Milliseconds(config.dead_peer_timeout_ms());
   auto refusals = std::make_shared<RefusalLog>();
   ic->refusals_ = refusals;
-  ic->metrics_ = refusals->PublishMetrics(MetricsOf(*system));
+  ic->metrics_ = refusals->PublishMetrics(system->metrics());
   const SessionSettings base{.identity = identity,
                              .heartbeat = heartbeat,
                              .dead_timeout = dead_timeout,
@@ -326,7 +326,7 @@ Interconnect::~Interconnect() {
 }
 
 std::vector<SessionCounters> Interconnect::Counters() const {
-  return SessionCountersOf(MetricsOf(*system_));
+  return SessionCountersOf(system_->metrics());
 }
 
 // -- waiting for peers ----------------------------------------------------------------------------

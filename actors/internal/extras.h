@@ -101,9 +101,9 @@ struct ActorExtras {
   std::map<ActorId, ActorId> watchers;
   // A handler threw: the actor ends as TerminationReason::kFailed.
   bool failed = false;
-  // Supervision: a child's factory (RegisterChild), whether it failed and waits for its parent's
-  // directive (its events are held meanwhile), and a parent's children's recent restarts.
-  ChildFactory factory;
+  // Supervision: a child's factory (RegisterRestartable), whether it failed and waits for its
+  // parent's directive (its events are held meanwhile), and a parent's children's recent restarts.
+  ActorFactory factory;
   bool awaiting_directive = false;
   absl::flat_hash_map<ActorId, std::deque<absl::Time>> restarts;
 

@@ -468,7 +468,7 @@ void Runtime::Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hin
 }
 
 ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& options,
-                          Actor* parent, ChildFactory factory) {
+                          Actor* parent, ActorFactory factory) {
   absl::StatusOr<ActorId> id = TryRegister(std::move(actor), options, parent, std::move(factory));
   if (!id.ok()) {
     if (!stopped()) {
@@ -481,7 +481,7 @@ ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& o
 
 absl::StatusOr<ActorId> Runtime::TryRegister(std::unique_ptr<Actor> actor,
                                              const RegisterOptions& options, Actor* parent,
-                                             ChildFactory factory) {
+                                             ActorFactory factory) {
   if (actor == nullptr) {
     return absl::InvalidArgumentError("null actor; nothing registered");
   }

@@ -98,7 +98,7 @@ bool Children::Contains(const ActorId& child) {
                      [&](const Actor* actor) { return actor->self_ == child; });
 }
 
-void Runtime::Adopt(Actor* parent, Actor* child, ChildFactory factory) {
+void Runtime::Adopt(Actor* parent, Actor* child, ActorFactory factory) {
   if (parent->children_ == nullptr) {
     parent->children_ = new Children(parent->self_);
   }

@@ -96,7 +96,7 @@ class Ponger final : public Actor {
   TROUPE_STATE(StateWork) {
     switch (ev->type()) {
       case Ball::kEventType:
-        Forward(ev, ev->sender());
+        Forward(ev->sender(), ev);
         break;
       default:
         Unhandled(ev);
@@ -160,7 +160,7 @@ class Pinger final : public Actor {
       Finish();  // the ball is freed with `ev`
       return;
     }
-    Forward(ev, ponger_);
+    Forward(ponger_, ev);
   }
 
   void Publish() {

@@ -297,7 +297,7 @@ class Pinger : public troupe::Actor {
         if (--remaining_ == 0) {
           Finish();  // the ball is freed with `ev`
         } else {
-          Forward(ev, ponger_);
+          Forward(ponger_, ev);
         }
         break;
       default:
@@ -393,7 +393,7 @@ class AskPinger : public troupe::Actor {
     }
     --remaining_;
     Ask<EvBall>(replier_, std::make_unique<EvBall>(), absl::Seconds(10),
-                [this](const absl::StatusOr<troupe::EventPtr<EvBall>>& reply) {
+                [this](const troupe::AskResult<EvBall>& reply) {
                   if (!reply.ok()) {
                     std::fprintf(stderr, "BM_Ask: %s\n", reply.status().ToString().c_str());
                   }
@@ -428,7 +428,7 @@ BENCHMARK(BM_Ask)
     ->UseRealTime()
     ->MeasureProcessCPUTime();
 
-// Asks/s from a plain thread, each waited for (troupe::Ask(...).get()): a one-shot actor
+// Asks/s from a plain thread, each waited for (troupe::AskFuture(...).get()): a one-shot actor
 // registered, the request, the reply, the promise fulfilled and the actor ended, per item.
 void BM_ThreadAsk(benchmark::State& state) {
   std::unique_ptr<troupe::ActorSystem> system = MakeSystem(state, state.range(0));
@@ -437,8 +437,9 @@ void BM_ThreadAsk(benchmark::State& state) {
   }
   const troupe::ActorId replier = system->Register(std::make_unique<BallReplier>());
   for (auto _ : state) {
-    absl::StatusOr<std::unique_ptr<EvBall>> reply =
-        troupe::Ask<EvBall>(*system, replier, std::make_unique<EvBall>(), absl::Seconds(10)).get();
+    troupe::AskResult<EvBall> reply =
+        troupe::AskFuture<EvBall>(*system, replier, std::make_unique<EvBall>(), absl::Seconds(10))
+            .get();
     if (!reply.ok()) {
       state.SkipWithError(reply.status().ToString().c_str());
       return;
@@ -494,7 +495,7 @@ class Restarter final : public troupe::Actor {
 
  private:
   void Bootstrap() override {
-    RegisterChild([run = run_] { return std::make_unique<Crasher>(run); });
+    RegisterRestartable([run = run_] { return std::make_unique<Crasher>(run); });
   }
   TROUPE_STATE(StateWork) { Unhandled(ev); }
 
@@ -543,7 +544,7 @@ class SelfSender : public troupe::Actor {
           completion_->Arrive();
           completion_.reset();
         } else if (reuse_) {
-          Forward(ev, SelfId());
+          Forward(SelfId(), ev);
         } else {
           Send(SelfId(), std::make_unique<EvTick>());
         }
@@ -1080,7 +1081,7 @@ class RingMember : public troupe::Actor {
           token->completion->Arrive();  // the token is freed with `ev`
         } else {
           --token->hops;
-          Forward(ev, next_);
+          Forward(next_, ev);
         }
         break;
       }

@@ -197,7 +197,7 @@ class Ponger final : public Actor {
  private:
   TROUPE_STATE(StateWork) {
     if (ev->type() == kEvBlob) {
-      Forward(ev, ev->sender());
+      Forward(ev->sender(), ev);
     } else {
       Unhandled(ev);
     }
@@ -218,7 +218,7 @@ class Pinger final : public Actor {
       return;
     }
     if (--left_ > 0) {
-      Forward(ev, ponger_);
+      Forward(ponger_, ev);
     } else {
       done_->Notify();
       PassAway();
@@ -242,7 +242,7 @@ class AskingPinger final : public Actor {
   TROUPE_STATE(StateWork) { Unhandled(ev); }
   void Next() {
     Ask<EvBlob>(ponger_, std::make_unique<EvBlob>(), absl::Seconds(30),
-                [this](const absl::StatusOr<EventPtr<EvBlob>>& reply) {
+                [this](const AskResult<EvBlob>& reply) {
                   if (!reply.ok()) {
                     std::fprintf(stderr, "BM_RemoteAsk: %s\n", reply.status().ToString().c_str());
                   }
@@ -321,7 +321,7 @@ void RemotePingPong(benchmark::State& state, bool tls) {
 }
 
 // Remote asks, one at a time: from an actor (state.range(1) == 0, Actor::Ask) or from a plain
-// thread waiting on each future (troupe::Ask: a one-shot actor per ask). Compare with
+// thread waiting on each future (troupe::AskFuture: a one-shot actor per ask). Compare with
 // BM_RemotePingPong, the same round trip by hand.
 void BM_RemoteAsk(benchmark::State& state) {
   Pair pair(ProxyPool(state), "");
@@ -335,7 +335,8 @@ void BM_RemoteAsk(benchmark::State& state) {
       });
     }
     for (int64_t i = 0; i < kAsks; ++i) {
-      if (!troupe::Ask<EvBlob>(pair.node(1), ponger, std::make_unique<EvBlob>(), absl::Seconds(30))
+      if (!troupe::AskFuture<EvBlob>(pair.node(1), ponger, std::make_unique<EvBlob>(),
+                                     absl::Seconds(30))
                .get()
                .ok()) {
         state.SkipWithError("a remote ask failed");
@@ -523,7 +524,7 @@ class TimedPinger final : public Actor {
     }
     if (--left_ > 0) {
       sent_at_ = now;
-      Forward(ev, ponger_);
+      Forward(ponger_, ev);
     } else {
       done_->Notify();
       PassAway();

@@ -340,7 +340,7 @@ class Asker final : public Actor {
     }
     ping->record.set_value(std::move(value));
     Ask<EvSimPong>(ServiceId("sim-echo", record.to), std::move(ping), record.timeout,
-                   [this, index](const absl::StatusOr<EventPtr<EvSimPong>>& reply) {
+                   [this, index](const AskResult<EvSimPong>& reply) {
                      AskRecord& done = ledger_->asks[index];
                      ++done.outcomes;
                      done.code = reply.status().code();

@@ -123,7 +123,7 @@ class Supervisor final : public Actor {
     const EvSimSpawn* spawn = ev->Get<EvSimSpawn>();
     const absl::Duration lifetime = spawn->lifetime;
     ChildRecord& record = ledger_->children[spawn->index];
-    record.id = RegisterChild([lifetime] { return std::make_unique<Child>(lifetime); });
+    record.id = RegisterRestartable([lifetime] { return std::make_unique<Child>(lifetime); });
     record.at = Now();
   }
 

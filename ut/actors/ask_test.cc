@@ -3,7 +3,7 @@
 // Requests and replies: Actor::Ask with its continuation (a reply, a reply of another type, a
 // timeout and the late reply after it, an undelivered request, an actor that ends with asks
 // pending, asks while suspended, the order of continuations among other events) on TestRuntime
-// in simulated time; troupe::Ask from a plain thread and ScopedActor on real threads.
+// in simulated time; troupe::AskFuture from a plain thread and ScopedActor on real threads.
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -86,8 +86,8 @@ class Asker final : public Actor {
     switch (ev->type()) {
       case kEvKick:
         Ask<EvValue>(to_, std::make_unique<EvValue>(++asked_), timeout_,
-                     [this](absl::StatusOr<EventPtr<EvValue>> reply) {
-                       seen_->push_back(reply.ok() ? "reply " + std::to_string(reply->Get()->value)
+                     [this](AskResult<EvValue> reply) {
+                       seen_->push_back(reply.ok() ? "reply " + std::to_string((*reply)->value)
                                                    : "error " + reply.status().ToString());
                      });
         break;
@@ -119,6 +119,47 @@ TEST(AskTest, AReplyReachesTheContinuationMatchedByTheFramework) {
   // The timeouts were cancelled with the replies: nothing fires later.
   ASSERT_TRUE(runtime.AdvanceTime(absl::Seconds(5)));
   EXPECT_EQ(seen.size(), 2u);
+}
+
+// Asks `to` on the first EvKick and keeps the reply it is handed; on the next EvKick, a later
+// event than the one that carried the reply, records what it kept.
+class Keeper final : public Actor {
+ public:
+  Keeper(ActorId to, Seen* seen) : Actor(&Keeper::StateWork), to_(to), seen_(seen) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    if (ev->type() != kEvKick) {
+      Unhandled(ev);
+    } else if (!asked_) {
+      asked_ = true;
+      Ask<EvValue>(to_, std::make_unique<EvValue>(3), absl::Seconds(1),
+                   [this](AskResult<EvValue> reply) {
+                     if (reply.ok()) {
+                       kept_ = *std::move(reply);
+                     }
+                   });
+    } else {
+      seen_->push_back(kept_ != nullptr ? "kept " + std::to_string(kept_->value) : "kept nothing");
+    }
+  }
+
+  ActorId to_;
+  Seen* seen_;
+  bool asked_ = false;
+  std::unique_ptr<EvValue> kept_;
+};
+
+TEST(AskTest, TheReplyIsTheAskersToKeepAfterTheContinuation) {
+  TestRuntime runtime = OneNode();
+  Seen seen;
+  const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kAnswer));
+  const ActorId keeper = runtime.Register(std::make_unique<Keeper>(replier, &seen));
+  runtime.Send(keeper, std::make_unique<EvKick>());
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  runtime.Send(keeper, std::make_unique<EvKick>());
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(seen, (Seen{"kept 30"}));
 }
 
 TEST(AskTest, NoReplyInTimeIsDeadlineExceededAndTheLateReplyIsDropped) {
@@ -230,8 +271,8 @@ class Relay final : public Actor {
     }
     const uint64_t value = ev->Get<EvValue>()->value;  // before the lambda takes `ev`
     Ask<EvValue>(to_, std::make_unique<EvValue>(value), absl::Seconds(1),
-                 [this, request = std::move(ev)](absl::StatusOr<EventPtr<EvValue>> reply) {
-                   Reply(request, std::make_unique<EvValue>(reply.ok() ? reply->Get()->value : 0));
+                 [this, request = std::move(ev)](AskResult<EvValue> reply) {
+                   Reply(request, std::make_unique<EvValue>(reply.ok() ? (*reply)->value : 0));
                  });
   }
 
@@ -257,27 +298,29 @@ TEST(ThreadAskTest, AFutureGetsTheReplyTheTimeoutOrTheUndelivered) {
   const ActorId answering = system->Register(std::make_unique<Replier>(Replier::Mode::kAnswer));
   const ActorId silent = system->Register(std::make_unique<Replier>(Replier::Mode::kSilent));
 
-  absl::StatusOr<std::unique_ptr<EvValue>> reply =
-      Ask<EvValue>(*system, answering, std::make_unique<EvValue>(4), testutil::WaitTimeout()).get();
+  AskResult<EvValue> reply =
+      AskFuture<EvValue>(*system, answering, std::make_unique<EvValue>(4), testutil::WaitTimeout())
+          .get();
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ((*reply)->value, 40u);
 
-  reply = Ask<EvValue>(*system, silent, std::make_unique<EvValue>(1), absl::Milliseconds(20)).get();
+  reply = AskFuture<EvValue>(*system, silent, std::make_unique<EvValue>(1), absl::Milliseconds(20))
+              .get();
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded) << reply.status();
 
-  reply = Ask<EvValue>(*system, ActorId(system->node_id(), 0, 987654321, 0),
-                       std::make_unique<EvValue>(1), testutil::WaitTimeout())
+  reply = AskFuture<EvValue>(*system, ActorId(system->node_id(), 0, 987654321, 0),
+                             std::make_unique<EvValue>(1), testutil::WaitTimeout())
               .get();
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable) << reply.status();
 
   // Many at once, each matched to its own reply.
-  std::vector<std::future<absl::StatusOr<std::unique_ptr<EvValue>>>> futures;
+  std::vector<std::future<AskResult<EvValue>>> futures;
   for (uint64_t i = 1; i <= 100; ++i) {
-    futures.push_back(
-        Ask<EvValue>(*system, answering, std::make_unique<EvValue>(i), testutil::WaitTimeout()));
+    futures.push_back(AskFuture<EvValue>(*system, answering, std::make_unique<EvValue>(i),
+                                         testutil::WaitTimeout()));
   }
   for (uint64_t i = 1; i <= 100; ++i) {
-    absl::StatusOr<std::unique_ptr<EvValue>> got = futures[i - 1].get();
+    AskResult<EvValue> got = futures[i - 1].get();
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ((*got)->value, i * 10);
   }
@@ -287,12 +330,12 @@ TEST(ThreadAskTest, AnAskCutShortByTheSystemStoppingIsCancelled) {
   std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
   ASSERT_NE(system, nullptr);
   const ActorId silent = system->Register(std::make_unique<Replier>(Replier::Mode::kSilent));
-  std::future<absl::StatusOr<std::unique_ptr<EvValue>>> pending =
-      Ask<EvValue>(*system, silent, std::make_unique<EvValue>(1), absl::Hours(1));
+  std::future<AskResult<EvValue>> pending =
+      AskFuture<EvValue>(*system, silent, std::make_unique<EvValue>(1), absl::Hours(1));
   system->Stop();
   EXPECT_EQ(pending.get().status().code(), absl::StatusCode::kCancelled);
   // After the stop: a ready future, never a hang.
-  EXPECT_EQ(Ask<EvValue>(*system, silent, std::make_unique<EvValue>(1), absl::Hours(1))
+  EXPECT_EQ(AskFuture<EvValue>(*system, silent, std::make_unique<EvValue>(1), absl::Hours(1))
                 .get()
                 .status()
                 .code(),

@@ -80,8 +80,8 @@ class Chainer final : public Actor {
     if (start == 42) {
       throw std::runtime_error("coroutine fails before its first co_await");
     }
-    absl::StatusOr<std::unique_ptr<EvValue>> first =
-        co_await AskAsync<EvValue>(adder_, std::make_unique<EvValue>(start), absl::Seconds(1));
+    AskResult<EvValue> first =
+        co_await Ask<EvValue>(adder_, std::make_unique<EvValue>(start), absl::Seconds(1));
     if (!first.ok()) {
       seen_->push_back(absl::StrCat("error ", absl::StatusCodeToString(first.status().code())));
       co_return;
@@ -90,8 +90,8 @@ class Chainer final : public Actor {
     if (fail_after_await_) {
       throw std::runtime_error("coroutine fails on purpose");
     }
-    absl::StatusOr<std::unique_ptr<EvValue>> second = co_await AskAsync<EvValue>(
-        adder_, std::make_unique<EvValue>((*first)->value), absl::Seconds(1));
+    AskResult<EvValue> second =
+        co_await Ask<EvValue>(adder_, std::make_unique<EvValue>((*first)->value), absl::Seconds(1));
     seen_->push_back(second.ok() ? absl::StrCat("got ", (*second)->value)
                                  : absl::StrCat("error ", second.status().ToString()));
   }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// EventPB: serialization of a handle, lazy parsing by Get<E>(), and the dispatcher's handling of
-// bytes that do not parse (the handler never runs; a tracking sender learns kParseError).
+// EventPB: serialization of a handle, lazy parsing by Get<E>(), the dispatcher's handling of
+// bytes that do not parse (the handler never runs; a tracking sender learns kParseError), and an
+// ask's reply that arrives as bytes (parsed into the asker's AskResult, or kDataLoss).
 #include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -19,6 +21,7 @@
 #include "actors/event.h"
 #include "actors/events.h"
 #include "actors/log.h"
+#include "actors/scoped_actor.h"
 #include "actors/sync.h"
 #include "ut/actors/test_events.pb.h"
 #include "ut/actors/test_util.h"
@@ -380,6 +383,43 @@ TEST(EventPbTest, SerializedPoisonStillEndsActor) {
   const ActorId id = system->Register(std::make_unique<Recorder>(&inbox, &destroyed));
   system->Send(std::make_unique<EventHandle>(kEvPoison, id, ActorId(), bytes));
   EXPECT_TRUE(destroyed.WaitForNotificationWithTimeout(WaitTimeout()));
+}
+
+// Answers any request with a kEvPayload reply made of `bytes` (as a reply from another node
+// arrives), with the request's cookie.
+class BytesReplier final : public Actor {
+ public:
+  explicit BytesReplier(std::string bytes)
+      : Actor(&BytesReplier::StateWork), bytes_(std::move(bytes)) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    Send(std::make_unique<EventHandle>(kEvPayload, ev->sender(), SelfId(), bytes_, kNoFlags,
+                                       ev->cookie()));
+  }
+
+  std::string bytes_;
+};
+
+TEST(EventPbTest, AnAskedReplyInBytesIsParsedForTheAskerOrIsDataLoss) {
+  auto system = MakeSystem();
+  ASSERT_NE(system, nullptr);
+  const ActorId good =
+      system->Register(std::make_unique<BytesReplier>(MakePayload(9).SerializeAsString()));
+  AskResult<EvPayload> reply =
+      AskFuture<EvPayload>(*system, good, std::make_unique<EvPayload>(MakePayload(1)),
+                           WaitTimeout())
+          .get();
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ExpectSamePayload((*reply)->record, MakePayload(9));
+
+  for (const std::string& bytes : CorruptBodies()) {
+    const ActorId corrupt = system->Register(std::make_unique<BytesReplier>(bytes));
+    reply = AskFuture<EvPayload>(*system, corrupt, std::make_unique<EvPayload>(MakePayload(1)),
+                                 WaitTimeout())
+                .get();
+    EXPECT_EQ(reply.status().code(), absl::StatusCode::kDataLoss) << reply.status();
+  }
 }
 
 }  // namespace

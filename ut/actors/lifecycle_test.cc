@@ -572,7 +572,7 @@ class Flooder : public CountedActor {
         auto extra = std::make_unique<EvCounted>();
         extra->delayed = true;
         Schedule(absl::Milliseconds(2), NextPeer(), std::move(extra));
-        Forward(ev, NextPeer());
+        Forward(NextPeer(), ev);
         break;
       }
       case 5:
@@ -585,7 +585,7 @@ class Flooder : public CountedActor {
       case 9:
       case 11:
       case 13:
-        Forward(ev, NextPeer());
+        Forward(NextPeer(), ev);
         break;
       default:
         Send(NextPeer(), std::make_unique<EvCounted>());

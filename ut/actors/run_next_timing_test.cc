@@ -170,7 +170,7 @@ class StormAsker : public Actor {
     }
     for (uint64_t i = 0; i < kStormAsks; ++i) {
       Ask<EvValue>(answerer_, std::make_unique<EvValue>(i), absl::Milliseconds(50),
-                   [this](absl::StatusOr<EventPtr<EvValue>> reply) { Count(reply.ok()); });
+                   [this](AskResult<EvValue> reply) { Count(reply.ok()); });
     }
   }
 

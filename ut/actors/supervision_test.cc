@@ -109,10 +109,10 @@ class Supervisor final : public Actor {
         children_->push_back(
             Register(std::make_unique<Worker>(name, journal_, epoch_, options_.fail_starts)));
       } else if (options_.deep && std::string(name) == "b") {
-        children_->push_back(RegisterChild(
+        children_->push_back(RegisterRestartable(
             [this] { return std::make_unique<Middle>(journal_, epoch_, children_); }));
       } else {
-        children_->push_back(RegisterChild([this, name] {
+        children_->push_back(RegisterRestartable([this, name] {
           return std::make_unique<Worker>(name, journal_, epoch_, options_.fail_starts);
         }));
       }

@@ -64,7 +64,7 @@ class WatchForwarder final : public Actor {
   }
   TROUPE_STATE(StateWork) {
     if (ev->type() == kEvTerminated) {
-      Forward(ev, report_to_);
+      Forward(report_to_, ev);
     } else {
       Unhandled(ev);
     }
@@ -92,7 +92,7 @@ TEST(RemoteWatchTest, ARemoteTargetThatStopsAndOneWhoseNodeShutsDownAreEachRepor
       std::make_unique<WatchForwarder>(std::vector<ActorId>{victim, survivor}, inbox.id()));
   // The watch is in place once a request sent after it was answered (same link, in order).
   ASSERT_TRUE(
-      Ask<EvIcData>(one->system(), victim, MakeData(1), testutil::WaitTimeout()).get().ok());
+      AskFuture<EvIcData>(one->system(), victim, MakeData(1), testutil::WaitTimeout()).get().ok());
   one->system().Send(victim, std::make_unique<EvPoison>());
   EventHandlePtr notice = inbox.Receive(testutil::WaitTimeout());
   ASSERT_NE(notice, nullptr);
@@ -121,23 +121,25 @@ TEST(RemoteAskTest, AThreadAsksAServiceOnAnotherNode) {
                   .ok());
   ASSERT_TRUE(one->WaitForPeer(2, testutil::WaitTimeout()).ok());
 
-  absl::StatusOr<std::unique_ptr<EvIcData>> reply =
-      Ask<EvIcData>(one->system(), ServiceId("inc", 2), MakeData(7), testutil::WaitTimeout()).get();
+  AskResult<EvIcData> reply =
+      AskFuture<EvIcData>(one->system(), ServiceId("inc", 2), MakeData(7), testutil::WaitTimeout())
+          .get();
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ((*reply)->record.seq(), 8u);
 
-  std::vector<std::future<absl::StatusOr<std::unique_ptr<EvIcData>>>> many;
+  std::vector<std::future<AskResult<EvIcData>>> many;
   for (uint64_t i = 0; i < 200; ++i) {
-    many.push_back(
-        Ask<EvIcData>(one->system(), ServiceId("inc", 2), MakeData(i), testutil::WaitTimeout()));
+    many.push_back(AskFuture<EvIcData>(one->system(), ServiceId("inc", 2), MakeData(i),
+                                       testutil::WaitTimeout()));
   }
   for (uint64_t i = 0; i < 200; ++i) {
-    absl::StatusOr<std::unique_ptr<EvIcData>> got = many[i].get();
+    AskResult<EvIcData> got = many[i].get();
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ((*got)->record.seq(), i + 1);
   }
 
-  reply = Ask<EvIcData>(one->system(), ServiceId("nobody", 2), MakeData(1), testutil::WaitTimeout())
+  reply = AskFuture<EvIcData>(one->system(), ServiceId("nobody", 2), MakeData(1),
+                              testutil::WaitTimeout())
               .get();
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable) << reply.status();
   EXPECT_TRUE(absl::StrContains(reply.status().message(), "unknown-service")) << reply.status();
@@ -154,7 +156,8 @@ TEST(RemoteAskTest, AThreadAsksAServiceOnAnotherNode) {
   }
 
   two->Shutdown(absl::Seconds(5));
-  reply = Ask<EvIcData>(one->system(), ServiceId("inc", 2), MakeData(1), absl::Seconds(20)).get();
+  reply =
+      AskFuture<EvIcData>(one->system(), ServiceId("inc", 2), MakeData(1), absl::Seconds(20)).get();
   EXPECT_FALSE(reply.ok());
   EXPECT_TRUE(reply.status().code() == absl::StatusCode::kUnavailable ||
               reply.status().code() == absl::StatusCode::kDeadlineExceeded)

@@ -348,7 +348,7 @@ class WatchForwarder final : public Actor {
   void Bootstrap() override { Watch(target_); }
   TROUPE_STATE(StateWork) {
     if (ev->type() == kEvTerminated) {
-      Forward(ev, report_to_);
+      Forward(report_to_, ev);
     } else {
       Unhandled(ev);
     }
