@@ -715,7 +715,7 @@ BENCHMARK(BM_FanIn)
 // -- bursts: fan-in without flow control, bytes per queued event, memory coming back -----------
 
 // Events of one burst, and how far above its starting RSS a node may stay once the burst drained
-// and its workers idle (issue 19's target).
+// and its workers idle (the target for memory coming back after a burst).
 constexpr uint64_t kBurstEvents = kSanitized ? 100'000 : 10'000'000;
 constexpr int64_t kBurstSlackBytes = int64_t{64} << 20;
 constexpr absl::Duration kBurstReturnWait = absl::Seconds(5);
