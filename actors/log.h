@@ -28,7 +28,7 @@
 // Example (capturing logs in a test):
 //
 //   troupe::CapturingLogSink sink;             // installs itself, restores the old sink on exit
-//   ... run code that logs ...
+//   TROUPE_LOG(kWarn, kUser) << "exception in a handler";   // the code under test logs
 //   EXPECT_TRUE(sink.Contains("exception"));
 #pragma once
 

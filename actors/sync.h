@@ -13,13 +13,16 @@
 //
 // Example:
 //
-//   troupe::Mutex mu;
-//   int value ABSL_GUARDED_BY(mu) = 0;
-//   { troupe::MutexLock lock(&mu); ++value; }
+//   struct Tally {
+//     troupe::Mutex mu;
+//     int value ABSL_GUARDED_BY(mu) = 0;
+//   } tally;
+//   { troupe::MutexLock lock(&tally.mu); ++tally.value; }
 //
 //   troupe::Notification done;
-//   std::thread worker([&] { ...; done.Notify(); });
+//   std::thread worker([&] { /* the work */ done.Notify(); });
 //   if (!done.WaitForNotificationWithTimeout(absl::Seconds(10))) { /* timed out */ }
+//   worker.join();
 #pragma once
 
 #include <condition_variable>

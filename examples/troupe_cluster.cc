@@ -498,10 +498,24 @@ std::string WaitForId(Processes& processes, size_t slot, const std::string& id_f
   return "";
 }
 
-int Run(const char* argv0) {
-  const int nodes = absl::GetFlag(FLAGS_nodes);
-  const int base_port = absl::GetFlag(FLAGS_base_port);
-  const int seconds = absl::GetFlag(FLAGS_seconds);
+// -- the steps of a run: flags, binaries, ports and files, processes, supervision, exit status --
+
+// What the flags ask for, checked.
+struct ClusterFlags {
+  int nodes = 0;
+  int base_port = 0;
+  int seconds = 0;
+  bool etcd = false;
+  std::string chaos_plan;  // as given, or the default churn with etcd
+  std::vector<ChaosAction> plan;
+};
+
+// Reads and checks the flags that shape the run. Prints the problem and returns kExitUsage on a
+// bad one, kExitOk otherwise.
+int ReadFlags(ClusterFlags* flags) {
+  const int nodes = flags->nodes = absl::GetFlag(FLAGS_nodes);
+  const int base_port = flags->base_port = absl::GetFlag(FLAGS_base_port);
+  const int seconds = flags->seconds = absl::GetFlag(FLAGS_seconds);
   if (nodes < 1 || nodes > 1000 || base_port < 0 || base_port + nodes > 65535 || seconds < 1) {
     std::fprintf(stderr,
                  "troupe_cluster: --nodes must be 1 to 1000, --seconds at least 1, --base_port 0 "
@@ -514,14 +528,14 @@ int Run(const char* argv0) {
                  membership.c_str());
     return kExitUsage;
   }
-  const bool etcd = membership == "etcd";
+  const bool etcd = flags->etcd = membership == "etcd";
   if (etcd && base_port != 0) {
     std::fprintf(stderr,
                  "troupe_cluster: --base_port: static membership only (with etcd every node "
                  "takes a free port)\n");
     return kExitUsage;
   }
-  std::string chaos_plan = absl::GetFlag(FLAGS_chaos);
+  std::string& chaos_plan = flags->chaos_plan = absl::GetFlag(FLAGS_chaos);
   if (etcd && chaos_plan.empty() && absl::GetFlag(FLAGS_churn)) {
     // Half-way through, one more node; at three quarters, the last node of the start leaves
     // (with one node only, it stays: the load needs it).
@@ -530,7 +544,6 @@ int Run(const char* argv0) {
       absl::StrAppend(&chaos_plan, ",leave:", nodes, "@", seconds * 0.75);
     }
   }
-  std::vector<ChaosAction> plan;
   if (!chaos_plan.empty()) {
     absl::StatusOr<std::vector<ChaosAction>> parsed =
         troupe::examples::ParseChaosPlan(chaos_plan, nodes, seconds);
@@ -538,9 +551,9 @@ int Run(const char* argv0) {
       std::fprintf(stderr, "troupe_cluster: %s\n", absl::StrCat(parsed.status().message()).c_str());
       return kExitUsage;
     }
-    plan = std::move(*parsed);
+    flags->plan = std::move(*parsed);
   }
-  for (const ChaosAction& action : plan) {
+  for (const ChaosAction& action : flags->plan) {
     if (!etcd &&
         (action.kind == ChaosAction::Kind::kJoin || action.kind == ChaosAction::Kind::kLeave)) {
       std::fprintf(stderr, "troupe_cluster: --chaos: %s needs --membership=etcd\n",
@@ -548,37 +561,55 @@ int Run(const char* argv0) {
       return kExitUsage;
     }
   }
+  return kExitOk;
+}
 
-  // Blocked before any child exists: they arrive through sigtimedwait. Children get the original
-  // mask back before exec.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGCHLD);
+// The signals the run waits for (SIGINT, SIGTERM, SIGCHLD), blocked before any child exists so
+// that they arrive through sigtimedwait, and the mask before, which children get back before exec.
+struct Signals {
+  sigset_t wait;
   sigset_t original;
-  ::pthread_sigmask(SIG_BLOCK, &signals, &original);
+};
 
+Signals BlockSignals() {
+  Signals signals;
+  sigemptyset(&signals.wait);
+  sigaddset(&signals.wait, SIGINT);
+  sigaddset(&signals.wait, SIGTERM);
+  sigaddset(&signals.wait, SIGCHLD);
+  ::pthread_sigmask(SIG_BLOCK, &signals.wait, &signals.original);
+  return signals;
+}
+
+// The programs the run starts.
+struct Binaries {
+  std::string node;
+  std::string loadgen;
+  std::string etcd;  // with --membership=etcd only
+};
+
+// Finds the binaries: the flags', or troupe_node and troupe_loadgen next to this one, and etcd on
+// the PATH. Prints the problem and returns kExitUsage when one is missing, kExitOk otherwise.
+int FindBinaries(const char* argv0, bool etcd, Binaries* binaries) {
   const std::string dir = OwnDirectory(argv0);
-  std::string node_binary = absl::GetFlag(FLAGS_node_binary);
-  std::string loadgen_binary = absl::GetFlag(FLAGS_loadgen_binary);
-  if (node_binary.empty()) {
-    node_binary = dir + "/troupe_node";
+  binaries->node = absl::GetFlag(FLAGS_node_binary);
+  binaries->loadgen = absl::GetFlag(FLAGS_loadgen_binary);
+  if (binaries->node.empty()) {
+    binaries->node = dir + "/troupe_node";
   }
-  if (loadgen_binary.empty()) {
-    loadgen_binary = dir + "/troupe_loadgen";
+  if (binaries->loadgen.empty()) {
+    binaries->loadgen = dir + "/troupe_loadgen";
   }
-  for (const std::string& binary : {node_binary, loadgen_binary}) {
+  for (const std::string& binary : {binaries->node, binaries->loadgen}) {
     if (::access(binary.c_str(), X_OK) != 0) {
       std::fprintf(stderr, "troupe_cluster: %s: %s (see --node_binary, --loadgen_binary)\n",
                    binary.c_str(), ErrorText(errno).c_str());
       return kExitUsage;
     }
   }
-  std::string etcd_binary;
   if (etcd) {
-    etcd_binary = FindBinary(absl::GetFlag(FLAGS_etcd_binary));
-    if (etcd_binary.empty()) {
+    binaries->etcd = FindBinary(absl::GetFlag(FLAGS_etcd_binary));
+    if (binaries->etcd.empty()) {
       std::fprintf(stderr,
                    "troupe_cluster: --etcd_binary=%s: not found (scripts/setup.sh installs "
                    "etcd-server)\n",
@@ -586,288 +617,417 @@ int Run(const char* argv0) {
       return kExitUsage;
     }
   }
+  return kExitOk;
+}
 
-  // The table needs one port per process and each node one for GET /metrics (troupe_node
-  // --monitoring_port), picked in one go so that they differ. With etcd the nodes bind port 0 for
-  // both: a port picked here and released could be the one a node's listener gets.
-  std::vector<uint16_t> ports;
-  std::vector<uint16_t> metrics_ports;
-  if (!etcd) {
-    const auto count = static_cast<size_t>(nodes);
-    absl::StatusOr<std::vector<uint16_t>> free =
-        troupe::interconnect::FreeLoopbackPorts(base_port == 0 ? 2 * count + 1 : count);
-    if (!free.ok()) {
-      std::printf("troupe_cluster: cannot pick free ports: %s\n",
-                  std::string(free.status().message()).c_str());
-      return kExitFailed;
-    }
-    if (base_port == 0) {
-      ports.assign(free->begin(), free->begin() + static_cast<std::ptrdiff_t>(count) + 1);
-      metrics_ports.assign(free->begin() + static_cast<std::ptrdiff_t>(count) + 1, free->end());
-    } else {
-      for (int i = 0; i <= nodes; ++i) {
-        ports.push_back(static_cast<uint16_t>(base_port + i));
-      }
-      metrics_ports = std::move(*free);
-    }
+// The ports of a static table: one per process (the load generator's last) and each node's one
+// for GET /metrics (troupe_node --monitoring_port). Both empty with etcd.
+struct Ports {
+  std::vector<uint16_t> table;
+  std::vector<uint16_t> metrics;
+};
+
+// Picks the ports in one go, so that they differ. With etcd the nodes bind port 0 for both: a port
+// picked here and released could be the one a node's listener gets. kExitFailed when no free
+// port could be picked.
+int PickPorts(const ClusterFlags& flags, Ports* ports) {
+  if (flags.etcd) {
+    return kExitOk;
   }
-  // The config is checked before etcd starts (with a stand-in endpoint): a bad --node_config
-  // exits 3 at once.
-  if (absl::StatusOr<std::string> check = NodeConfigText(ports, etcd ? "http://127.0.0.1:1" : "");
-      !check.ok()) {
-    std::fprintf(stderr, "troupe_cluster: --node_config: %s\n",
-                 absl::StrCat(check.status().message()).c_str());
-    return kExitConfig;
+  const auto count = static_cast<size_t>(flags.nodes);
+  absl::StatusOr<std::vector<uint16_t>> free =
+      troupe::interconnect::FreeLoopbackPorts(flags.base_port == 0 ? 2 * count + 1 : count);
+  if (!free.ok()) {
+    std::printf("troupe_cluster: cannot pick free ports: %s\n",
+                std::string(free.status().message()).c_str());
+    return kExitFailed;
   }
-  std::string workdir = absl::GetFlag(FLAGS_workdir);
-  if (workdir.empty()) {
+  if (flags.base_port == 0) {
+    ports->table.assign(free->begin(), free->begin() + static_cast<std::ptrdiff_t>(count) + 1);
+    ports->metrics.assign(free->begin() + static_cast<std::ptrdiff_t>(count) + 1, free->end());
+  } else {
+    for (int i = 0; i <= flags.nodes; ++i) {
+      ports->table.push_back(static_cast<uint16_t>(flags.base_port + i));
+    }
+    ports->metrics = std::move(*free);
+  }
+  return kExitOk;
+}
+
+// Makes the work directory (--workdir, or a fresh one under /tmp). kExitUsage when --workdir
+// cannot be made, kExitFailed when a fresh one cannot.
+int MakeWorkdir(std::string* workdir) {
+  *workdir = absl::GetFlag(FLAGS_workdir);
+  if (workdir->empty()) {
     std::string pattern = "/tmp/troupe-cluster-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
       std::printf("troupe_cluster: mkdtemp: %s\n", ErrorText(errno).c_str());
       return kExitFailed;
     }
-    workdir = pattern;
-  } else if (::mkdir(workdir.c_str(), 0755) != 0 && errno != EEXIST) {
-    std::fprintf(stderr, "troupe_cluster: --workdir=%s: %s\n", workdir.c_str(),
+    *workdir = pattern;
+  } else if (::mkdir(workdir->c_str(), 0755) != 0 && errno != EEXIST) {
+    std::fprintf(stderr, "troupe_cluster: --workdir=%s: %s\n", workdir->c_str(),
                  ErrorText(errno).c_str());
     return kExitUsage;
   }
+  return kExitOk;
+}
 
-  // Stopped last, after every node (a node that stops leaves through it); on every path out.
-  LocalEtcd local_etcd;
-  if (etcd) {
-    if (std::string problem = local_etcd.Start(etcd_binary, workdir, signals, original);
-        !problem.empty()) {
-      std::printf("troupe_cluster: etcd (%s): %s\n", etcd_binary.c_str(), problem.c_str());
-      local_etcd.Stop();
-      ::pthread_sigmask(SIG_SETMASK, &original, nullptr);
-      return kExitFailed;
-    }
-    std::printf("troupe_cluster: etcd at %s (pid %d, data %s, log %s/etcd.log)\n",
-                local_etcd.endpoint().c_str(), local_etcd.pid(), local_etcd.data().c_str(),
-                workdir.c_str());
-  }
-  absl::StatusOr<std::string> config_text =
-      NodeConfigText(ports, etcd ? local_etcd.endpoint() : "");
-  const std::string config = workdir + "/cluster.conf";
-  const std::string chaos_log = workdir + "/chaos.csv";
-  const std::string load_start = workdir + "/load_start";
-  ::unlink(load_start.c_str());  // a workdir used before has one from the last run
-  auto write = [](const std::string& path, const std::string& text) {
-    std::ofstream out(path);
-    out << text;
-    if (!out.flush()) {
-      std::printf("troupe_cluster: cannot write %s\n", path.c_str());
-      return false;
-    }
-    return true;
-  };
-  if (!config_text.ok() || !write(config, *config_text) ||
-      (!plan.empty() && !write(chaos_log, absl::StrCat(troupe::examples::kChaosCsvHeader, "\n")))) {
-    return kExitFailed;
-  }
+// The files of a run in its work directory.
+struct RunFiles {
+  explicit RunFiles(const std::string& workdir)
+      : config(workdir + "/cluster.conf"),
+        chaos_log(workdir + "/chaos.csv"),
+        load_start(workdir + "/load_start") {}
+  std::string config;      // every process's config
+  std::string chaos_log;   // chaos.h's CSV, with a plan
+  std::string load_start;  // written by troupe_loadgen when the load starts
+};
 
-  // Slots 0..nodes-1 are the nodes, `nodes` the load generator, then the nodes that join.
-  Processes processes;
-  processes.nodes = static_cast<size_t>(nodes);
-  std::vector<Child>& children = processes.children;
-  children.reserve(static_cast<size_t>(nodes) + 1 + plan.size());
-  for (int i = 1; i <= nodes; ++i) {
+// Writes `text` to `path`; false (printed) when it cannot.
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out.flush()) {
+    std::printf("troupe_cluster: cannot write %s\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+// Writes the cluster's config and, with a plan, the chaos log's header; removes the load start
+// file a workdir used before has from its last run.
+bool WriteRunFiles(const ClusterFlags& flags, const Ports& ports, const std::string& etcd_endpoint,
+                   const RunFiles& files) {
+  absl::StatusOr<std::string> config_text = NodeConfigText(ports.table, etcd_endpoint);
+  ::unlink(files.load_start.c_str());
+  return config_text.ok() && WriteFile(files.config, *config_text) &&
+         (flags.plan.empty() ||
+          WriteFile(files.chaos_log, absl::StrCat(troupe::examples::kChaosCsvHeader, "\n")));
+}
+
+// Starts etcd for the run (with --membership=etcd); false (printed, etcd stopped) when it could
+// not start.
+bool StartEtcd(const std::string& binary, const std::string& workdir, const Signals& signals,
+               LocalEtcd* local_etcd) {
+  if (std::string problem = local_etcd->Start(binary, workdir, signals.wait, signals.original);
+      !problem.empty()) {
+    std::printf("troupe_cluster: etcd (%s): %s\n", binary.c_str(), problem.c_str());
+    local_etcd->Stop();
+    return false;
+  }
+  std::printf("troupe_cluster: etcd at %s (pid %d, data %s, log %s/etcd.log)\n",
+              local_etcd->endpoint().c_str(), local_etcd->pid(), local_etcd->data().c_str(),
+              workdir.c_str());
+  return true;
+}
+
+// The node processes of the start (slots 0..nodes-1), not yet started.
+void AddNodes(const ClusterFlags& flags, const Ports& ports, const std::string& node_binary,
+              const std::string& workdir, const RunFiles& files, Processes* processes) {
+  for (int i = 1; i <= flags.nodes; ++i) {
     Child child{.name = absl::StrCat("node ", i),
                 .log = absl::StrCat(workdir, "/node-", i, ".log"),
-                .args = {node_binary, "--config=" + config,
+                .args = {node_binary, "--config=" + files.config,
                          absl::StrCat("--monitoring_port=",
-                                      etcd ? 0 : metrics_ports[static_cast<size_t>(i - 1)])}};
-    if (etcd) {
+                                      flags.etcd ? 0 : ports.metrics[static_cast<size_t>(i - 1)])}};
+    if (flags.etcd) {
       child.args.push_back("--id_file=" + IdFile(workdir, static_cast<size_t>(i - 1)));
       ::unlink(IdFile(workdir, static_cast<size_t>(i - 1)).c_str());
     } else {
       child.args.push_back(absl::StrCat("--node_id=", i));
     }
-    children.push_back(std::move(child));
-    processes.ids.push_back(etcd ? 0 : static_cast<troupe::NodeId>(i));
+    processes->children.push_back(std::move(child));
+    processes->ids.push_back(flags.etcd ? 0 : static_cast<troupe::NodeId>(i));
   }
-  const int pairs = absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : nodes;
-  Child loadgen_child{
+}
+
+// The load generator's process (slot `nodes`), not yet started.
+void AddLoadgen(const ClusterFlags& flags, const std::string& loadgen_binary,
+                const std::string& workdir, const RunFiles& files, Processes* processes) {
+  const int pairs = absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : flags.nodes;
+  Child loadgen{
       .name = "troupe_loadgen",
       .log = workdir + "/loadgen.log",
-      .args = {loadgen_binary, "--config=" + config, absl::StrCat("--pairs=", pairs),
+      .args = {loadgen_binary, "--config=" + files.config, absl::StrCat("--pairs=", pairs),
                absl::StrCat("--payload=", absl::GetFlag(FLAGS_payload)),
                absl::StrCat("--window=", absl::GetFlag(FLAGS_window)),
-               absl::StrCat("--seconds=", seconds)}};
-  if (etcd) {
-    loadgen_child.args.push_back(absl::StrCat("--expect_nodes=", nodes));
-    loadgen_child.args.push_back("--id_file=" + workdir + "/loadgen.id");
+               absl::StrCat("--seconds=", flags.seconds)}};
+  if (flags.etcd) {
+    loadgen.args.push_back(absl::StrCat("--expect_nodes=", flags.nodes));
+    loadgen.args.push_back("--id_file=" + workdir + "/loadgen.id");
     ::unlink((workdir + "/loadgen.id").c_str());
   } else {
-    loadgen_child.args.push_back(absl::StrCat("--node_id=", nodes + 1));
+    loadgen.args.push_back(absl::StrCat("--node_id=", flags.nodes + 1));
   }
   if (!absl::GetFlag(FLAGS_report).empty()) {
-    loadgen_child.args.push_back("--report=" + absl::GetFlag(FLAGS_report));
+    loadgen.args.push_back("--report=" + absl::GetFlag(FLAGS_report));
   }
-  if (!plan.empty()) {
-    loadgen_child.args.push_back("--load_start_file=" + load_start);
-    loadgen_child.args.push_back("--chaos_log=" + chaos_log);
+  if (!flags.plan.empty()) {
+    loadgen.args.push_back("--load_start_file=" + files.load_start);
+    loadgen.args.push_back("--chaos_log=" + files.chaos_log);
   }
-  children.push_back(std::move(loadgen_child));
-  processes.ids.push_back(etcd ? 0 : static_cast<troupe::NodeId>(nodes + 1));
-  if (etcd) {
+  processes->children.push_back(std::move(loadgen));
+  processes->ids.push_back(flags.etcd ? 0 : static_cast<troupe::NodeId>(flags.nodes + 1));
+}
+
+// Prints where the processes listen, their config, logs and metrics, and the chaos plan.
+void PrintLayout(const ClusterFlags& flags, const Ports& ports, const std::string& workdir,
+                 const RunFiles& files) {
+  const int nodes = flags.nodes;
+  if (flags.etcd) {
     std::printf(
         "troupe_cluster: %d node(s) and the load generator on 127.0.0.1, free ports, members in "
         "etcd\ntroupe_cluster: config %s, logs %s/node-<i>.log (the i-th node started) and "
         "loadgen.log\n",
-        nodes, config.c_str(), workdir.c_str());
+        nodes, files.config.c_str(), workdir.c_str());
   } else {
     std::vector<std::string> port_list;
-    port_list.reserve(ports.size());
-    for (const uint16_t port : ports) {
+    port_list.reserve(ports.table.size());
+    for (const uint16_t port : ports.table) {
       port_list.push_back(absl::StrCat(port));
     }
     std::printf(
         "troupe_cluster: %d node(s) and the load generator (node %d) on 127.0.0.1, ports %s\n"
         "troupe_cluster: config %s, logs %s/node-<i>.log and loadgen.log\n",
-        nodes, nodes + 1, absl::StrJoin(port_list, " ").c_str(), config.c_str(), workdir.c_str());
-  }
-  if (!etcd) {
+        nodes, nodes + 1, absl::StrJoin(port_list, " ").c_str(), files.config.c_str(),
+        workdir.c_str());
     std::printf("troupe_cluster: metrics at http://127.0.0.1:{%s}/metrics (nodes 1..%d)\n",
-                absl::StrJoin(metrics_ports, ",").c_str(), nodes);
+                absl::StrJoin(ports.metrics, ",").c_str(), nodes);
   }
-  if (!plan.empty()) {
+  if (!flags.plan.empty()) {
     std::printf("troupe_cluster: %s: %s (seconds after the load start), logged to %s\n",
                 absl::GetFlag(FLAGS_chaos).empty() ? "membership changes" : "chaos",
-                chaos_plan.c_str(), chaos_log.c_str());
+                flags.chaos_plan.c_str(), files.chaos_log.c_str());
   }
+}
 
-  bool failed = false;
-  std::string why;
-  // With etcd, one at a time: each takes the next id, so node-<i>.log is node i's on a fresh
-  // etcd.
+// Prints the ids etcd gave the nodes and their metrics URLs (from their id files).
+void PrintEtcdMembers(const Processes& processes, const std::string& workdir,
+                      absl::Time nodes_start) {
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < processes.nodes; ++i) {
+    ids.push_back(absl::StrCat(processes.ids[i]));
+  }
+  std::printf("troupe_cluster: nodes %s registered in etcd in %.2f s\n",
+              absl::StrJoin(ids, " ").c_str(), absl::ToDoubleSeconds(absl::Now() - nodes_start));
+  std::vector<std::string> urls;
+  for (size_t i = 0; i < processes.nodes; ++i) {
+    std::string url;
+    troupe::examples::ReadNodeIdFile(IdFile(workdir, i), &url);
+    urls.push_back(url.empty() ? "-" : url);
+  }
+  std::printf("troupe_cluster: metrics at %s (nodes %s)\n", absl::StrJoin(urls, " ").c_str(),
+              absl::StrJoin(ids, " ").c_str());
+}
+
+// Starts the nodes, then the load generator. With etcd, one node at a time: each takes the next
+// id, so node-<i>.log is node i's on a fresh etcd. Returns why not all started ("" when they did).
+std::string StartProcesses(bool etcd, const std::string& workdir, const Signals& signals,
+                           Processes* processes) {
+  std::vector<Child>& children = processes->children;
   const absl::Time nodes_start = absl::Now();
-  for (int i = 0; i < nodes && !failed; ++i) {
-    failed =
-        !troupe::examples::Spawn({.log_stdout = true, .own_group = true}, original, &children[i]);
-    if (failed) {
-      why = "could not start every process";
-    } else if (etcd) {
-      why = WaitForId(processes, static_cast<size_t>(i), IdFile(workdir, static_cast<size_t>(i)),
-                      signals);
-      failed = !why.empty();
-      children[i].name = absl::StrCat("node ", processes.ids[i]);
+  for (size_t i = 0; i < processes->nodes; ++i) {
+    if (!troupe::examples::Spawn({.log_stdout = true, .own_group = true}, signals.original,
+                                 &children[i])) {
+      return "could not start every process";
+    }
+    if (etcd) {
+      std::string why = WaitForId(*processes, i, IdFile(workdir, i), signals.wait);
+      children[i].name = absl::StrCat("node ", processes->ids[i]);
+      if (!why.empty()) {
+        return why;
+      }
     }
   }
-  if (etcd && !failed) {
-    std::vector<std::string> ids;
-    for (int i = 0; i < nodes; ++i) {
-      ids.push_back(absl::StrCat(processes.ids[i]));
-    }
-    std::printf("troupe_cluster: nodes %s registered in etcd in %.2f s\n",
-                absl::StrJoin(ids, " ").c_str(), absl::ToDoubleSeconds(absl::Now() - nodes_start));
-    std::vector<std::string> urls;
-    for (int i = 0; i < nodes; ++i) {
-      std::string url;
-      troupe::examples::ReadNodeIdFile(IdFile(workdir, static_cast<size_t>(i)), &url);
-      urls.push_back(url.empty() ? "-" : url);
-    }
-    std::printf("troupe_cluster: metrics at %s (nodes %s)\n", absl::StrJoin(urls, " ").c_str(),
-                absl::StrJoin(ids, " ").c_str());
+  if (etcd) {
+    PrintEtcdMembers(*processes, workdir, nodes_start);
   }
-  if (!failed) {
-    failed = !troupe::examples::Spawn({}, original, &children[processes.loadgen()]);
-    if (failed) {
-      why = "could not start every process";
-    }
+  if (!troupe::examples::Spawn({}, signals.original, &children[processes->loadgen()])) {
+    return "could not start every process";
   }
+  return "";
+}
 
-  std::vector<std::string> join_args = {node_binary, "--config=" + config};
-  Chaos chaos(plan, load_start, chaos_log, etcd, workdir, std::move(join_args));
-  std::optional<size_t> died;
-  while (!failed) {
-    const int signal = troupe::examples::WaitSignal(signals, chaos.Wait(kPollInterval));
+// How the run went while the load generator ran.
+struct Outcome {
+  std::string why;             // why the run failed ("" when it did not)
+  std::optional<size_t> died;  // the node that died during the run
+  bool failed() const { return !why.empty(); }
+};
+
+// Waits for the load generator to end, carrying out the chaos plan meanwhile. Ends early on
+// SIGINT or SIGTERM, a chaos action that fails, a node that dies unasked, or etcd dying.
+Outcome Supervise(const Signals& signals, LocalEtcd* local_etcd, Chaos& chaos,
+                  Processes& processes) {
+  std::vector<Child>& children = processes.children;
+  Outcome outcome;
+  while (true) {
+    const int signal = troupe::examples::WaitSignal(signals.wait, chaos.Wait(kPollInterval));
     if (signal == SIGINT || signal == SIGTERM) {
-      failed = true;
-      why = absl::StrCat("interrupted (", troupe::examples::SignalText(signal), ")");
-      break;
+      outcome.why = absl::StrCat("interrupted (", troupe::examples::SignalText(signal), ")");
+      return outcome;
     }
     troupe::examples::Reap(children);
     if (!children[processes.loadgen()].running) {
-      break;
+      return outcome;
     }
-    if (!chaos.Step(processes, original)) {
-      failed = true;
-      why = "a chaos action failed";
-      break;
+    if (!chaos.Step(processes, signals.original)) {
+      outcome.why = "a chaos action failed";
+      return outcome;
     }
     for (size_t i = 0; i < children.size(); ++i) {
       if (i != processes.loadgen() && !children[i].running && !chaos.down(i)) {
-        died = i;
+        outcome.died = i;
       }
     }
-    if (died) {
-      failed = true;
-      why = absl::StrCat(
-          children[*died].name, " (pid ", children[*died].pid,
-          ") died during the run: ", troupe::examples::Describe(children[*died].status));
-      break;
+    if (outcome.died) {
+      const Child& dead = children[*outcome.died];
+      outcome.why =
+          absl::StrCat(dead.name, " (pid ", dead.pid,
+                       ") died during the run: ", troupe::examples::Describe(dead.status));
+      return outcome;
     }
-    if (etcd && !local_etcd.running()) {
-      failed = true;
-      why = "etcd died during the run";
-      break;
+    if (local_etcd != nullptr && !local_etcd->running()) {
+      outcome.why = "etcd died during the run";
+      return outcome;
     }
   }
-  if (failed) {
-    std::printf("troupe_cluster: %s; stopping every process\n", why.c_str());
-  }
-  if (died) {
-    troupe::examples::PrintTail(children[*died].log);
-  }
+}
 
-  // Children still running at this point are the ones told to stop; only they may report their
-  // exit at shutdown.
-  std::vector<bool> told(children.size());
-  for (size_t i = 0; i < children.size(); ++i) {
-    told[i] = children[i].running;
-  }
-  troupe::examples::StopAll(children, signals);
-  if (etcd) {
-    local_etcd.Stop();
-    std::printf("troupe_cluster: etcd stopped, %s removed\n", (workdir + "/etcd-data").c_str());
-  }
-  ::pthread_sigmask(SIG_SETMASK, &original, nullptr);
-
+// The run's exit status once every process stopped: the load generator's; kExitFailed when chaos
+// actions were left or a node told to stop (at the end or when it left) did not exit 0;
+// kExitConfig when a node that died found its config bad.
+int ExitStatus(const Outcome& outcome, const Processes& processes, const std::vector<bool>& told,
+               const Chaos& chaos) {
+  const std::vector<Child>& children = processes.children;
   int code = kExitFailed;
-  if (died && WIFEXITED(children[*died].status) &&
-      WEXITSTATUS(children[*died].status) == kExitConfig) {
+  if (outcome.died && WIFEXITED(children[*outcome.died].status) &&
+      WEXITSTATUS(children[*outcome.died].status) == kExitConfig) {
     code = kExitConfig;  // the node found its config bad
   }
-  if (!failed) {
-    const Child& loadgen = children[processes.loadgen()];
-    code = WIFEXITED(loadgen.status) ? WEXITSTATUS(loadgen.status) : kExitFailed;
-    if (code != kExitOk) {
-      std::printf("troupe_cluster: troupe_loadgen ended with %s\n",
-                  troupe::examples::Describe(loadgen.status).c_str());
-      troupe::examples::PrintTail(loadgen.log);
+  if (outcome.failed()) {
+    return code;
+  }
+  const Child& loadgen = children[processes.loadgen()];
+  code = WIFEXITED(loadgen.status) ? WEXITSTATUS(loadgen.status) : kExitFailed;
+  if (code != kExitOk) {
+    std::printf("troupe_cluster: troupe_loadgen ended with %s\n",
+                troupe::examples::Describe(loadgen.status).c_str());
+    troupe::examples::PrintTail(loadgen.log);
+  }
+  if (chaos.pending() > 0) {
+    std::printf("troupe_cluster: chaos: %zu action(s) not carried out: the load ended first\n",
+                chaos.pending());
+    code = kExitFailed;
+  }
+  // A node that does not exit 0 on SIGTERM (a crash at shutdown, a sanitizer report), told at
+  // the end or when it left, fails the run too.
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (i == processes.loadgen() || !(told[i] || chaos.left(i))) {
+      continue;
     }
-    if (chaos.pending() > 0) {
-      std::printf("troupe_cluster: chaos: %zu action(s) not carried out: the load ended first\n",
-                  chaos.pending());
+    if (!(WIFEXITED(children[i].status) && WEXITSTATUS(children[i].status) == 0)) {
+      std::printf("troupe_cluster: %s did not stop cleanly%s: %s\n", children[i].name.c_str(),
+                  chaos.left(i) && !told[i] ? " when it left" : "",
+                  troupe::examples::Describe(children[i].status).c_str());
+      troupe::examples::PrintTail(children[i].log);
       code = kExitFailed;
     }
-    // A node that does not exit 0 on SIGTERM (a crash at shutdown, a sanitizer report), told at
-    // the end or when it left, fails the run too.
-    for (size_t i = 0; i < children.size(); ++i) {
-      if (i == processes.loadgen() || !(told[i] || chaos.left(i))) {
-        continue;
-      }
-      if (!(WIFEXITED(children[i].status) && WEXITSTATUS(children[i].status) == 0)) {
-        std::printf("troupe_cluster: %s did not stop cleanly%s: %s\n", children[i].name.c_str(),
-                    chaos.left(i) && !told[i] ? " when it left" : "",
-                    troupe::examples::Describe(children[i].status).c_str());
-        troupe::examples::PrintTail(children[i].log);
-        code = kExitFailed;
-      }
-    }
   }
+  return code;
+}
+
+// Stops every process still running (and etcd, last); returns which were running, the ones told
+// to stop: only they may report their exit at shutdown.
+std::vector<bool> StopEverything(const Signals& signals, const std::string& workdir,
+                                 LocalEtcd* local_etcd, Processes& processes) {
+  std::vector<bool> told(processes.children.size());
+  for (size_t i = 0; i < processes.children.size(); ++i) {
+    told[i] = processes.children[i].running;
+  }
+  troupe::examples::StopAll(processes.children, signals.wait);
+  if (local_etcd != nullptr) {
+    local_etcd->Stop();
+    std::printf("troupe_cluster: etcd stopped, %s removed\n", (workdir + "/etcd-data").c_str());
+  }
+  ::pthread_sigmask(SIG_SETMASK, &signals.original, nullptr);
+  return told;
+}
+
+// Prepares the run (flags, binaries, ports, config, work directory, etcd); kExitOk or the exit
+// status of what went wrong.
+int Prepare(const char* argv0, const ClusterFlags& flags, const Signals& signals,
+            Binaries* binaries, Ports* ports, std::string* workdir, LocalEtcd* local_etcd) {
+  if (int code = FindBinaries(argv0, flags.etcd, binaries); code != kExitOk) {
+    return code;
+  }
+  if (int code = PickPorts(flags, ports); code != kExitOk) {
+    return code;
+  }
+  // The config is checked before etcd starts (with a stand-in endpoint): a bad --node_config
+  // exits 3 at once.
+  if (absl::StatusOr<std::string> check =
+          NodeConfigText(ports->table, flags.etcd ? "http://127.0.0.1:1" : "");
+      !check.ok()) {
+    std::fprintf(stderr, "troupe_cluster: --node_config: %s\n",
+                 absl::StrCat(check.status().message()).c_str());
+    return kExitConfig;
+  }
+  if (int code = MakeWorkdir(workdir); code != kExitOk) {
+    return code;
+  }
+  if (flags.etcd && !StartEtcd(binaries->etcd, *workdir, signals, local_etcd)) {
+    ::pthread_sigmask(SIG_SETMASK, &signals.original, nullptr);
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+int Run(const char* argv0) {
+  ClusterFlags flags;
+  if (int code = ReadFlags(&flags); code != kExitOk) {
+    return code;
+  }
+  const Signals signals = BlockSignals();
+  Binaries binaries;
+  Ports ports;
+  std::string workdir;
+  LocalEtcd local_etcd;  // stopped last, after every node (a node that stops leaves through it)
+  if (int code = Prepare(argv0, flags, signals, &binaries, &ports, &workdir, &local_etcd);
+      code != kExitOk) {
+    return code;
+  }
+  const RunFiles files(workdir);
+  if (!WriteRunFiles(flags, ports, flags.etcd ? local_etcd.endpoint() : "", files)) {
+    return kExitFailed;
+  }
+
+  // Slots 0..nodes-1 are the nodes, `nodes` the load generator, then the nodes that join.
+  Processes processes;
+  processes.nodes = static_cast<size_t>(flags.nodes);
+  processes.children.reserve(processes.nodes + 1 + flags.plan.size());
+  AddNodes(flags, ports, binaries.node, workdir, files, &processes);
+  AddLoadgen(flags, binaries.loadgen, workdir, files, &processes);
+  PrintLayout(flags, ports, workdir, files);
+
+  Outcome outcome;
+  outcome.why = StartProcesses(flags.etcd, workdir, signals, &processes);
+  Chaos chaos(flags.plan, files.load_start, files.chaos_log, flags.etcd, workdir,
+              {binaries.node, "--config=" + files.config});
+  if (!outcome.failed()) {
+    outcome = Supervise(signals, flags.etcd ? &local_etcd : nullptr, chaos, processes);
+  }
+  if (outcome.failed()) {
+    std::printf("troupe_cluster: %s; stopping every process\n", outcome.why.c_str());
+  }
+  if (outcome.died) {
+    troupe::examples::PrintTail(processes.children[*outcome.died].log);
+  }
+
+  const std::vector<bool> told =
+      StopEverything(signals, workdir, flags.etcd ? &local_etcd : nullptr, processes);
+  const int code = ExitStatus(outcome, processes, told, chaos);
   std::printf("troupe_cluster: every process stopped; exit %d\n", code);
   return code;
 }

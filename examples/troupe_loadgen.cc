@@ -380,15 +380,28 @@ std::vector<NodeId> OtherMembers(const troupe::interconnect::Nameservice& namese
   return others;
 }
 
-int Run() {
-  Board board;  // outlives the system, whose controller actor writes to it
-  const int payload = absl::GetFlag(FLAGS_payload);
-  const int window = absl::GetFlag(FLAGS_window);
-  const int seconds = absl::GetFlag(FLAGS_seconds);
-  const int connect_timeout_s = absl::GetFlag(FLAGS_connect_timeout_s);
-  const int expect_nodes = absl::GetFlag(FLAGS_expect_nodes);
-  if (payload < 0 || window < 1 || seconds < 1 || connect_timeout_s < 1 ||
-      absl::GetFlag(FLAGS_pairs) < 0 || expect_nodes < 0) {
+// -- the steps of a run: flags and config, the node, the cluster up, the load, the report -------
+
+// What the flags ask for, checked.
+struct LoadFlags {
+  int payload = 0;
+  int window = 0;
+  int seconds = 0;
+  int connect_timeout_s = 0;
+  int expect_nodes = 0;
+  std::string chaos_log;
+};
+
+// Reads and checks the flags. Prints the problem and returns kExitUsage on a bad one, kExitOk
+// otherwise.
+int ReadFlags(LoadFlags* flags) {
+  flags->payload = absl::GetFlag(FLAGS_payload);
+  flags->window = absl::GetFlag(FLAGS_window);
+  flags->seconds = absl::GetFlag(FLAGS_seconds);
+  flags->connect_timeout_s = absl::GetFlag(FLAGS_connect_timeout_s);
+  flags->expect_nodes = absl::GetFlag(FLAGS_expect_nodes);
+  if (flags->payload < 0 || flags->window < 1 || flags->seconds < 1 ||
+      flags->connect_timeout_s < 1 || absl::GetFlag(FLAGS_pairs) < 0 || flags->expect_nodes < 0) {
     std::fprintf(
         stderr,
         "troupe_loadgen: --payload must be >= 0, --window, --seconds and --connect_timeout_s "
@@ -399,12 +412,18 @@ int Run() {
     std::fprintf(stderr, "troupe_loadgen: --config: required (the cluster config)\n");
     return kExitUsage;
   }
-  const std::string chaos_log = absl::GetFlag(FLAGS_chaos_log);
-  if (!chaos_log.empty() && !troupe::examples::ReadChaosLog(chaos_log).ok()) {
-    std::fprintf(stderr, "troupe_loadgen: --chaos_log=%s: cannot be read\n", chaos_log.c_str());
+  flags->chaos_log = absl::GetFlag(FLAGS_chaos_log);
+  if (!flags->chaos_log.empty() && !troupe::examples::ReadChaosLog(flags->chaos_log).ok()) {
+    std::fprintf(stderr, "troupe_loadgen: --chaos_log=%s: cannot be read\n",
+                 flags->chaos_log.c_str());
     return kExitUsage;
   }
+  return kExitOk;
+}
 
+// Loads this node's config and checks that it names other nodes to load (a table with another
+// node, or etcd with --expect_nodes). kExitConfig or kExitUsage when not, kExitOk otherwise.
+int ReadConfig(const LoadFlags& flags, troupe::proto::ActorSystemConfig* out) {
   absl::StatusOr<troupe::proto::ActorSystemConfig> config =
       troupe::examples::LoadNodeConfig(absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_node_id));
   if (!config.ok()) {
@@ -412,7 +431,7 @@ int Run() {
     return kExitConfig;
   }
   const bool etcd = config->interconnect().has_etcd();
-  if (etcd && expect_nodes < 1) {
+  if (etcd && flags.expect_nodes < 1) {
     std::fprintf(stderr,
                  "troupe_loadgen: --expect_nodes: required with etcd membership (the other "
                  "nodes to wait for)\n");
@@ -430,94 +449,127 @@ int Run() {
       return kExitConfig;
     }
   }
+  *out = std::move(*config);
+  return kExitOk;
+}
 
+// This load generator as a node: the node, its id and its controller actor.
+struct LoadNode {
+  std::unique_ptr<troupe::node::Node> node;
+  NodeId self = 0;
+  bool etcd = false;  // membership in etcd
+  troupe::ActorId controller;
+};
+
+// Starts the node, writes its id (--id_file) and registers the controller, which writes to
+// `board`. kExitConfig or kExitFailed (printed) when one of them fails, kExitOk otherwise.
+int StartNode(const troupe::proto::ActorSystemConfig& config, Board* board, LoadNode* out) {
   troupe::node::NodeOptions options;
   options.on_system_start = [](troupe::ActorSystem& /*system*/) {
     troupe::examples::EnableSessionLogs();
     return absl::OkStatus();
   };
-  // The node stops on every path out of here: the interconnect drains, then the system stops.
+  // The node stops on every path out of Run: the interconnect drains, then the system stops.
   absl::StatusOr<std::unique_ptr<troupe::node::Node>> node =
-      troupe::node::Node::Start(*config, std::move(options));
+      troupe::node::Node::Start(config, std::move(options));
   if (!node.ok()) {
-    const std::string who = config->has_node_id() ? absl::StrCat("node ", config->node_id())
-                                                  : std::string("node (id from etcd)");
+    const std::string who = config.has_node_id() ? absl::StrCat("node ", config.node_id())
+                                                 : std::string("node (id from etcd)");
     std::fprintf(stderr, "troupe_loadgen: %s: %s\n", who.c_str(),
                  absl::StrCat(node.status().message()).c_str());
     return absl::IsInvalidArgument(node.status()) ? kExitConfig : kExitFailed;
   }
-  const NodeId self = (*node)->id();
-  troupe::ActorSystem& system = (*node)->system();
-  troupe::interconnect::Interconnect* ic = (*node)->interconnect();
-  const std::shared_ptr<troupe::interconnect::Nameservice>& nameservice = ic->nameservice();
+  out->node = std::move(*node);
+  out->self = out->node->id();
+  out->etcd = config.interconnect().has_etcd();
   if (const std::string id_file = absl::GetFlag(FLAGS_id_file); !id_file.empty()) {
-    if (absl::Status written = troupe::examples::WriteNodeIdFile(id_file, self); !written.ok()) {
+    if (absl::Status written = troupe::examples::WriteNodeIdFile(id_file, out->self);
+        !written.ok()) {
       std::printf("troupe_loadgen: --id_file: %s\n", absl::StrCat(written.message()).c_str());
       return kExitFailed;
     }
   }
   // The controller only ever hears back from what it sends: registered after the start is soon
   // enough, and it knows the node's id then.
-  absl::StatusOr<troupe::ActorId> registered =
-      system.TryRegister(std::make_unique<Controller>(&board, self, nameservice));
+  absl::StatusOr<troupe::ActorId> registered = out->node->system().TryRegister(
+      std::make_unique<Controller>(board, out->self, out->node->interconnect()->nameservice()));
   if (!registered.ok()) {
     std::printf("troupe_loadgen: the controller: %s\n",
                 absl::StrCat(registered.status().message()).c_str());
     return kExitFailed;
   }
-  const troupe::ActorId controller = *registered;
-  troupe::examples::SessionWatcher watcher(self, ic);
+  out->controller = *registered;
+  return kExitOk;
+}
 
-  // Sleeps `d` unless a termination signal comes; returns false then.
-  auto wait = [&](absl::Duration d) {
+// Sleeps on the main thread unless a termination signal comes, printing session changes.
+class Waiter {
+ public:
+  explicit Waiter(troupe::examples::SessionWatcher* watcher) : watcher_(watcher) {}
+  // Sleeps `d`; returns false (printed) when a termination signal came.
+  bool Wait(absl::Duration d) {
     const int signal = troupe::examples::WaitForTerminationSignal(d);
-    watcher.Poll(stderr);
+    watcher_->Poll(stderr);
     if (signal != 0) {
       std::printf("troupe_loadgen: interrupted (%s)\n",
                   troupe::examples::SignalName(signal).c_str());
     }
     return signal == 0;
-  };
+  }
+  // Prints session changes since the last call.
+  void Poll() { watcher_->Poll(stderr); }
 
-  // -- the cluster comes up ---------------------------------------------------------------------
-  // Each node registers its services before it listens (troupe_node): a session up means its
-  // services answer. With etcd, the others are whoever etcd lists once --expect_nodes are there.
+ private:
+  troupe::examples::SessionWatcher* watcher_;
+};
+
+// Waits for the cluster: with etcd, until --expect_nodes other nodes are listed; then for a
+// session with every member. Each node registers its services before it listens (troupe_node): a
+// session up means its services answer. Sets the other members, in id order. kExitOk or
+// kExitFailed (printed).
+int WaitForCluster(const LoadFlags& flags, const LoadNode& load_node, Waiter& waiter,
+                   std::vector<NodeId>* others) {
+  const troupe::interconnect::Nameservice& nameservice =
+      *load_node.node->interconnect()->nameservice();
+  const bool etcd = load_node.etcd;
   const absl::Time connect_start = absl::Now();
-  const absl::Time connect_deadline = connect_start + absl::Seconds(connect_timeout_s);
+  const absl::Time connect_deadline = connect_start + absl::Seconds(flags.connect_timeout_s);
   if (etcd) {
     size_t members = 0;
-    while ((members = OtherMembers(*nameservice, self).size()) <
-           static_cast<size_t>(expect_nodes)) {
+    while ((members = OtherMembers(nameservice, load_node.self).size()) <
+           static_cast<size_t>(flags.expect_nodes)) {
       if (absl::Now() > connect_deadline) {
         std::printf("troupe_loadgen: %zu of %d other node(s) in etcd after %d s\n", members,
-                    expect_nodes, connect_timeout_s);
+                    flags.expect_nodes, flags.connect_timeout_s);
         return kExitFailed;
       }
-      if (!wait(absl::Milliseconds(20))) {
+      if (!waiter.Wait(absl::Milliseconds(20))) {
         return kExitFailed;
       }
     }
   }
-  if (absl::Status up =
-          (*node)->WaitForPeers(std::max(absl::Milliseconds(1), connect_deadline - absl::Now()));
+  if (absl::Status up = load_node.node->WaitForPeers(
+          std::max(absl::Milliseconds(1), connect_deadline - absl::Now()));
       !up.ok()) {
     std::printf("troupe_loadgen: %s\n", absl::StrCat(up.message()).c_str());
     return kExitFailed;
   }
-  watcher.Poll(stderr);
-  std::vector<NodeId> others = OtherMembers(*nameservice, self);  // in id order
-  if (others.empty()) {
+  waiter.Poll();
+  *others = OtherMembers(nameservice, load_node.self);
+  if (others->empty()) {
     std::printf("troupe_loadgen: no other node is a member\n");
     return kExitFailed;
   }
-  const size_t k = others.size();
   std::printf("cluster up: %zu nodes (sessions with %zu in %.2f s; this loadgen is node %u%s)\n",
-              k + 1, k, absl::ToDoubleSeconds(absl::Now() - connect_start), self,
+              others->size() + 1, others->size(),
+              absl::ToDoubleSeconds(absl::Now() - connect_start), load_node.self,
               etcd ? ", membership in etcd" : "");
-  const int pair_count =
-      absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : static_cast<int>(k);
+  return kExitOk;
+}
 
-  // -- the load ---------------------------------------------------------------------------------
+// Returns the load's pairs: pair i sends from the i-th other node to the next one, round robin.
+std::vector<LoadPair> MakePairs(const std::vector<NodeId>& others, int pair_count) {
+  const size_t k = others.size();
   std::vector<LoadPair> pairs;
   pairs.reserve(static_cast<size_t>(pair_count));
   for (int i = 0; i < pair_count; ++i) {
@@ -525,22 +577,30 @@ int Run() {
                      .sender = others[static_cast<size_t>(i) % k],
                      .receiver = others[static_cast<size_t>(i + 1) % k]});
   }
-  std::printf("load: %d pair(s), %d B payload, window %d, %d s\n", pair_count, payload, window,
-              seconds);
-  std::fflush(stdout);
-  // From here on a member the load does not know has joined: the controller hears of every
-  // change, and of the membership once now (a node may have joined since `others` was read).
-  troupe::interconnect::NameserviceWatch membership = nameservice->Watch(
+  return pairs;
+}
+
+// Starts the load and sets when it started: from then on a member the load does not know has
+// joined, so the controller hears of every membership change from the watch set in `membership`
+// (and of the membership once now: a node may have joined since `others` was read);
+// --load_start_file is written; each pair's sender gets its LoadStart. kExitOk or kExitFailed
+// (printed).
+int StartLoad(const LoadFlags& flags, const LoadNode& load_node, const std::vector<NodeId>& others,
+              const std::vector<LoadPair>& pairs, Board* board,
+              troupe::interconnect::NameserviceWatch* membership, absl::Time* started) {
+  troupe::ActorSystem& system = load_node.node->system();
+  const troupe::ActorId controller = load_node.controller;
+  *membership = load_node.node->interconnect()->nameservice()->Watch(
       [&system, controller] { system.Send(controller, std::make_unique<EvMembersChanged>()); });
-  const absl::Time load_start = absl::Now();
+  const absl::Time load_start = *started = absl::Now();
   LoadPlan plan{.start = load_start,
-                .end = load_start + absl::Seconds(seconds),
-                .payload = static_cast<uint32_t>(payload),
-                .window = static_cast<uint32_t>(window),
+                .end = load_start + absl::Seconds(flags.seconds),
+                .payload = static_cast<uint32_t>(flags.payload),
+                .window = static_cast<uint32_t>(flags.window),
                 .known = {others.begin(), others.end()},
                 .receivers = others};
-  plan.known.insert(self);
-  board.StartLoad(std::move(plan), pairs);
+  plan.known.insert(load_node.self);
+  board->StartLoad(std::move(plan), pairs);
   system.Send(controller, std::make_unique<EvMembersChanged>());
   if (const std::string path = absl::GetFlag(FLAGS_load_start_file); !path.empty()) {
     if (absl::Status written = troupe::examples::WriteLoadStart(path, load_start); !written.ok()) {
@@ -551,99 +611,125 @@ int Run() {
   }
   for (const LoadPair& pair : pairs) {
     system.Send(troupe::examples::kLoadSenderService.WithNode(pair.sender),
-                MakeLoadStart(pair, static_cast<uint32_t>(payload), static_cast<uint32_t>(window),
-                              static_cast<uint64_t>(seconds) * 1000, controller),
+                MakeLoadStart(pair, static_cast<uint32_t>(flags.payload),
+                              static_cast<uint32_t>(flags.window),
+                              static_cast<uint64_t>(flags.seconds) * 1000, controller),
                 troupe::kTrackDelivery | troupe::kSubscribeOnSession, pair.id, controller);
   }
+  return kExitOk;
+}
 
-  // Each second's line is printed once every pair sent its figures for it (or ended); the last
-  // second comes with the pairs' drains, just before their reports. A joined node's line comes
-  // once its first event is back.
-  troupe::examples::LoadFigures& figures = board.figures();
-  const absl::Time report_deadline = absl::Now() + absl::Seconds(seconds + 15);
-  auto print_seconds = [&](bool all) {
-    for (const troupe::examples::LoadSecond& second : figures.TakeSeconds(board.pairs(), all)) {
+// Prints the load's progress as the controller learns it: each second's line once every pair
+// sent its figures for it (or ended), and a joined node's line once its first event is back.
+class Progress {
+ public:
+  Progress(Board* board, absl::Time load_start) : board_(board), load_start_(load_start) {}
+
+  // Prints the seconds complete so far (all of them when `all`).
+  void PrintSeconds(bool all) {
+    for (const troupe::examples::LoadSecond& second :
+         board_->figures().TakeSeconds(board_->pairs(), all)) {
       std::printf("%s\n", troupe::examples::FormatSecond(second).c_str());
     }
-  };
-  std::set<NodeId> joins_printed;
-  auto print_joins = [&] {
-    for (const Join& join : board.joins()) {
-      if (!join.first_event || joins_printed.contains(join.node)) {
+  }
+
+  // Prints the joined nodes whose first event came back since the last call.
+  void PrintJoins() {
+    for (const Join& join : board_->joins()) {
+      if (!join.first_event || printed_.contains(join.node)) {
         continue;
       }
-      joins_printed.insert(join.node);
+      printed_.insert(join.node);
       std::string pair = "no pair (the load was ending)";
       if (join.pair.id != 0) {
         pair = absl::StrFormat("pair %u (%u->%u) from second %u", join.pair.id, join.node,
                                join.pair.receiver, join.pair.first_second);
       }
       std::printf("  node %u joined at %.2f s: first event back at %.2f s; %s\n", join.node,
-                  absl::ToDoubleSeconds(join.seen - load_start),
-                  absl::ToDoubleSeconds(*join.first_event - load_start), pair.c_str());
+                  absl::ToDoubleSeconds(join.seen - load_start_),
+                  absl::ToDoubleSeconds(*join.first_event - load_start_), pair.c_str());
     }
-  };
-  size_t pair_total = pairs.size();
-  while (figures.reported() < (pair_total = board.pairs().size())) {
-    if (absl::Now() > report_deadline) {
-      std::printf("troupe_loadgen: %zu of %zu pair(s) reported within %d s\n", figures.reported(),
-                  pair_total, seconds + 15);
-      break;
-    }
-    if (!wait(absl::Milliseconds(100))) {
-      return kExitFailed;
-    }
-    print_joins();
-    print_seconds(/*all=*/false);
   }
-  print_seconds(/*all=*/true);
-  // A node that joined near the end may still owe its first event.
-  const absl::Time joins_deadline = absl::Now() + absl::Seconds(5);
-  auto joins_pending = [&] {
-    for (const Join& join : board.joins()) {
+
+  // Whether a joined node still owes its first event (and nothing said it will not come).
+  bool JoinsPending() const {
+    for (const Join& join : board_->joins()) {
       if (!join.first_event && join.problem.empty()) {
         return true;
       }
     }
     return false;
-  };
-  while (joins_pending() && absl::Now() < joins_deadline) {
-    if (!wait(absl::Milliseconds(50))) {
-      return kExitFailed;
-    }
   }
-  print_joins();
-  membership.Cancel();
-  pairs = board.pairs();
 
-  watcher.PrintCounters(stderr);
-  // The faults happened during the load (troupe_cluster times them before its end): the log is
-  // complete now.
-  std::vector<troupe::examples::ChaosEvent> chaos;
-  std::map<uint32_t, std::string> gone;
-  if (!chaos_log.empty()) {
-    absl::StatusOr<std::vector<troupe::examples::ChaosEvent>> read =
-        troupe::examples::ReadChaosLog(chaos_log);
-    if (!read.ok()) {
-      std::printf("troupe_loadgen: --chaos_log: %s\n",
-                  absl::StrCat(read.status().message()).c_str());
+ private:
+  Board* board_;
+  absl::Time load_start_;
+  std::set<NodeId> printed_;
+};
+
+// Follows the load until every pair reported (at most --seconds + 15 s), printing its progress;
+// then gives a node that joined near the end 5 s to send its first event. kExitOk, or
+// kExitFailed on a termination signal.
+int FollowLoad(const LoadFlags& flags, Board* board, Waiter& waiter, Progress& progress) {
+  troupe::examples::LoadFigures& figures = board->figures();
+  const absl::Time report_deadline = absl::Now() + absl::Seconds(flags.seconds + 15);
+  size_t pair_total = 0;
+  while (figures.reported() < (pair_total = board->pairs().size())) {
+    if (absl::Now() > report_deadline) {
+      std::printf("troupe_loadgen: %zu of %zu pair(s) reported within %d s\n", figures.reported(),
+                  pair_total, flags.seconds + 15);
+      break;
+    }
+    if (!waiter.Wait(absl::Milliseconds(100))) {
       return kExitFailed;
     }
-    chaos = std::move(*read);
-    for (const troupe::examples::ChaosEvent& event : chaos) {
-      if (event.action == "kill") {
-        gone[event.node] = "was killed";
-      } else if (event.action == "leave") {
-        gone[event.node] = "left";
-      }
+    progress.PrintJoins();
+    progress.PrintSeconds(/*all=*/false);
+  }
+  progress.PrintSeconds(/*all=*/true);
+  const absl::Time joins_deadline = absl::Now() + absl::Seconds(5);
+  while (progress.JoinsPending() && absl::Now() < joins_deadline) {
+    if (!waiter.Wait(absl::Milliseconds(50))) {
+      return kExitFailed;
     }
   }
-  troupe::examples::LoadVerdict verdict =
-      troupe::examples::PrintLoadTable(pairs, figures.reports(), gone);
-  // Each joined node: how long from its process's start (chaos.csv) to its first event back.
+  progress.PrintJoins();
+  return kExitOk;
+}
+
+// Reads the chaos log (complete now: troupe_cluster times its faults before the load's end) and
+// the nodes it killed or saw leave, by id. kExitOk, or kExitFailed (printed).
+int ReadChaos(const std::string& chaos_log, std::vector<troupe::examples::ChaosEvent>* chaos,
+              std::map<uint32_t, std::string>* gone) {
+  if (chaos_log.empty()) {
+    return kExitOk;
+  }
+  absl::StatusOr<std::vector<troupe::examples::ChaosEvent>> read =
+      troupe::examples::ReadChaosLog(chaos_log);
+  if (!read.ok()) {
+    std::printf("troupe_loadgen: --chaos_log: %s\n", absl::StrCat(read.status().message()).c_str());
+    return kExitFailed;
+  }
+  *chaos = std::move(*read);
+  for (const troupe::examples::ChaosEvent& event : *chaos) {
+    if (event.action == "kill") {
+      (*gone)[event.node] = "was killed";
+    } else if (event.action == "leave") {
+      (*gone)[event.node] = "left";
+    }
+  }
+  return kExitOk;
+}
+
+// Returns a line per joined node: how long from its process's start (chaos.csv) to its first
+// event back. A joined node whose first event never came, and a join of the chaos log the
+// controller never saw, are failures in `verdict`.
+std::vector<std::string> JoinLines(const std::vector<Join>& joined,
+                                   const std::vector<troupe::examples::ChaosEvent>& chaos,
+                                   absl::Time load_start, troupe::examples::LoadVerdict* verdict) {
   std::vector<std::string> joins;
   std::vector<NodeId> seen;
-  for (const Join& join : board.joins()) {
+  for (const Join& join : joined) {
     seen.push_back(join.node);
     const troupe::examples::ChaosEvent* started = nullptr;
     for (const troupe::examples::ChaosEvent& event : chaos) {
@@ -657,7 +743,7 @@ int Run() {
                                             join.node, join.pair.receiver, join.pair.first_second);
     if (!join.first_event) {
       const std::string why = join.problem.empty() ? "no answer to the echo ping" : join.problem;
-      verdict.failures.push_back(
+      verdict->failures.push_back(
           absl::StrFormat("node %u joined at %.2f s: no event came back (%s)", join.node,
                           absl::ToDoubleSeconds(join.seen - load_start), why));
       continue;
@@ -678,24 +764,17 @@ int Run() {
   }
   for (const troupe::examples::ChaosEvent& event : chaos) {
     if (event.action == "join" && std::find(seen.begin(), seen.end(), event.node) == seen.end()) {
-      verdict.failures.push_back(
+      verdict->failures.push_back(
           absl::StrFormat("node %u joined at %.2f s but never came into the load generator's table",
                           event.node, event.second));
     }
   }
-  for (const std::string& line : joins) {
-    std::printf("%s\n", line.c_str());
-  }
-  troupe::examples::LoadRunInfo run{
-      .title = absl::StrFormat("%d pair(s) on %zu node(s)%s, %d B payload, window %d, %d s%s",
-                               pair_count, k,
-                               joins.empty() ? "" : absl::StrCat(" and ", joins.size(), " joined"),
-                               payload, window, seconds, ChaosTitle(chaos)),
-      .pairs = pairs,
-      .failures = std::move(verdict.failures),
-      .chaos = std::move(chaos),
-      .joins = std::move(joins),
-      .expected = std::move(verdict.expected)};
+  return joins;
+}
+
+// Writes the report (--report) and prints the verdict: what chaos explains, what failed, or OK.
+// Returns the run's exit status.
+int Report(const troupe::examples::LoadRunInfo& run, troupe::examples::LoadFigures& figures) {
   if (const std::string dir = absl::GetFlag(FLAGS_report); !dir.empty()) {
     absl::StatusOr<std::string> html = troupe::examples::WriteLoadReport(dir, run, figures);
     if (!html.ok()) {
@@ -722,6 +801,76 @@ int Run() {
                   : "OK under chaos: every pair clear of the nodes killed or gone had every event "
                     "acknowledged once, in order\n");
   return kExitOk;
+}
+
+// Once the load ended: reads the chaos log, prints the pairs' table and the joined nodes, and
+// reports (Report). Returns the run's exit status.
+int Conclude(const LoadFlags& flags, int pair_count, size_t nodes, absl::Time load_start,
+             const std::vector<LoadPair>& pairs, Board* board) {
+  std::vector<troupe::examples::ChaosEvent> chaos;
+  std::map<uint32_t, std::string> gone;
+  if (int code = ReadChaos(flags.chaos_log, &chaos, &gone); code != kExitOk) {
+    return code;
+  }
+  troupe::examples::LoadVerdict verdict =
+      troupe::examples::PrintLoadTable(pairs, board->figures().reports(), gone);
+  std::vector<std::string> joins = JoinLines(board->joins(), chaos, load_start, &verdict);
+  for (const std::string& line : joins) {
+    std::printf("%s\n", line.c_str());
+  }
+  troupe::examples::LoadRunInfo run{
+      .title = absl::StrFormat("%d pair(s) on %zu node(s)%s, %d B payload, window %d, %d s%s",
+                               pair_count, nodes,
+                               joins.empty() ? "" : absl::StrCat(" and ", joins.size(), " joined"),
+                               flags.payload, flags.window, flags.seconds, ChaosTitle(chaos)),
+      .pairs = pairs,
+      .failures = std::move(verdict.failures),
+      .chaos = std::move(chaos),
+      .joins = std::move(joins),
+      .expected = std::move(verdict.expected)};
+  return Report(run, board->figures());
+}
+
+int Run() {
+  Board board;  // outlives the system, whose controller actor writes to it
+  LoadFlags flags;
+  troupe::proto::ActorSystemConfig config;
+  if (int code = ReadFlags(&flags); code != kExitOk) {
+    return code;
+  }
+  if (int code = ReadConfig(flags, &config); code != kExitOk) {
+    return code;
+  }
+  LoadNode load_node;  // the node stops on every path out of here
+  if (int code = StartNode(config, &board, &load_node); code != kExitOk) {
+    return code;
+  }
+  troupe::examples::SessionWatcher watcher(load_node.self, load_node.node->interconnect());
+  Waiter waiter(&watcher);
+  std::vector<NodeId> others;  // in id order
+  if (int code = WaitForCluster(flags, load_node, waiter, &others); code != kExitOk) {
+    return code;
+  }
+  const int pair_count =
+      absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : static_cast<int>(others.size());
+  std::vector<LoadPair> pairs = MakePairs(others, pair_count);
+  std::printf("load: %d pair(s), %d B payload, window %d, %d s\n", pair_count, flags.payload,
+              flags.window, flags.seconds);
+  std::fflush(stdout);
+  troupe::interconnect::NameserviceWatch membership;
+  absl::Time load_start;
+  if (int code = StartLoad(flags, load_node, others, pairs, &board, &membership, &load_start);
+      code != kExitOk) {
+    return code;
+  }
+  Progress progress(&board, load_start);
+  if (int code = FollowLoad(flags, &board, waiter, progress); code != kExitOk) {
+    return code;
+  }
+  membership.Cancel();
+  pairs = board.pairs();  // with the pairs of the nodes that joined
+  watcher.PrintCounters(stderr);
+  return Conclude(flags, pair_count, others.size(), load_start, pairs, &board);
 }
 
 }  // namespace

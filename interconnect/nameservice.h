@@ -24,9 +24,10 @@
 //
 // Example:
 //
-//   auto names = troupe::interconnect::StaticNameservice::FromConfig(config.interconnect());
-//   auto ic = troupe::interconnect::Interconnect::Start(system, {.nameservice = *names});
-//   (*names)->Set({.node = 4, .host = "10.0.0.4", .port = 19001});  // node 4 joins
+//   std::shared_ptr<troupe::interconnect::StaticNameservice> names =
+//       troupe::interconnect::StaticNameservice::FromConfig(config.interconnect());
+//   auto ic = troupe::interconnect::Interconnect::Start(system, {.nameservice = names});
+//   names->Set({.node = 4, .host = "10.0.0.4", .port = 19001});  // node 4 joins
 #pragma once
 
 #include <cstdint>

@@ -46,7 +46,7 @@
 // price of spreading actors over cores. Counters: `activations_per_item` (mailbox activations per
 // item; 1/batching) and `parks` (times a worker slept on its semaphore during the run).
 // Why: these are the costs every actor program pays (a hop, a fan-in, a spawn, an idle actor's
-// memory) and the figures the issue compares with CAF; a regression here shows up everywhere.
+// memory) and the figures bench/README.md compares with CAF; a regression here shows up everywhere.
 // Excluded: ActorSystem creation and Stop (thread start/join, destroying the actors) are outside
 // the timed region; no interconnect, serialization, timers or services. One item is one round
 // trip / one event / one actor / one hop / one whole skynet run. Every benchmark uses real time
@@ -716,7 +716,7 @@ BENCHMARK(BM_FanIn)
 // -- bursts: fan-in without flow control, bytes per queued event, memory coming back -----------
 
 // Events of one burst, and how far above its starting RSS a node may stay once the burst drained
-// and its workers idle (issue 19's target).
+// and its workers idle (the target for memory coming back after a burst).
 constexpr uint64_t kBurstEvents = kSanitized ? 100'000 : 10'000'000;
 constexpr int64_t kBurstSlackBytes = int64_t{64} << 20;
 constexpr absl::Duration kBurstReturnWait = absl::Seconds(5);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// CAF 0.17 side of the peer comparison in bench/README.md (issue 19). It measures, with CAF's
+// CAF 0.17 side of the peer comparison in bench/README.md (actors_bench). It measures, with CAF's
 // default actor_system_config (the work-stealing scheduler on every core), the same workloads as
 // Troupe's BM_FanInUnbounded and BM_Spawn, so that the table's CAF column can be re-measured:
 //

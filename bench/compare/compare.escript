@@ -2,7 +2,7 @@
 %% SPDX-License-Identifier: Apache-2.0
 %%! +P 2000000
 %%
-%% Erlang/OTP 25 side of the peer comparison in bench/README.md (issue 19). It measures, with
+%% Erlang/OTP 25 side of the peer comparison in bench/README.md (actors_bench). It measures, with
 %% the default VM settings (one scheduler per core), the same workloads as Troupe's
 %% BM_FanInUnbounded and BM_Spawn, so that the table's Erlang column can be re-measured. The one
 %% flag on the line above, +P 2000000, raises the process limit (default 262,144), without which

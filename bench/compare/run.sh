@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Re-measures the peer columns of the comparison table in bench/README.md (issue 19): Erlang/OTP
+# Re-measures the peer columns of the comparison table in bench/README.md (actors_bench): Erlang/OTP
 # 25 (compare.escript) and CAF 0.17 (caf_compare.cc), each with its default configuration, on
 # three workloads: the 4 -> 1 fan-in of 10 M events with no flow control (events/s), the peak
 # RSS growth of that run, and the bytes per idle actor with 1 M alive. Each program runs

@@ -21,7 +21,7 @@
 //                                in a temporary directory (the openssl CLI; the script is found
 //                                next to this source, or at $TROUPE_MAKE_TEST_CERTS). The TLS
 //                                handshake happens before the timed region.
-// Why: the targets (RTT ≤ 25 µs, ≥ 3 M events/s of 64 B, ≥ 1.5 GB/s with 64 KiB events)
+// Why: the targets (RTT ≤ 25 µs, ≥ 3 M events/s of 64 B, ≥ 1.5 GB/s with 64 KiB events)
 // and the peers' figures are for two nodes on loopback; the two processes of a real cluster
 // add nothing but the second address space.
 // Each node runs User and IC pools of one worker each; the box has two vCPUs for four workers,

@@ -8,7 +8,7 @@
 //   - BM_DecodeFrames/body:B   events per second out of such a stream, fed in 64 KiB reads as a
 //                              socket would: frame split, both checksums, record checks and one
 //                              EventHandle (with its body bytes) per event.
-// B = 64 is the "64-byte events" figure; B = 65536 measures bytes per second
+// B = 64 is the "64-byte events" target's size; B = 65536 measures bytes per second
 // (SetBytesProcessed counts bodies only). Why: every cross-node event pays both; this bounds what
 // one session thread can carry before any syscall. Excluded: protobuf serialization of the body
 // (done once by EventHandle::Serialize, before the encoder) and the socket.

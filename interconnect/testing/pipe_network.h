@@ -15,10 +15,17 @@
 //
 // Example:
 //
-//   troupe::interconnect::PipeNetwork network(absl::Milliseconds(1));
-//   auto ic = troupe::interconnect::Interconnect::Start(
-//       system, {.transport = network.TransportFor(system), .incarnation = 1});
-//   ...
+//   // config.interconnect() lists nodes 1 and 2.
+//   troupe::testing::TestRuntime runtime(
+//       {.nodes = 2, .config = config, .simulated_interconnect = false});
+//   troupe::interconnect::PipeNetwork network(absl::Milliseconds(1));  // of simulated time
+//   std::vector<std::unique_ptr<troupe::interconnect::Interconnect>> ics;  // before the runtime
+//   for (troupe::NodeId node : {1u, 2u}) {
+//     troupe::ActorSystem* system = &runtime.node(node);
+//     ics.push_back(*troupe::interconnect::Interconnect::Start(
+//         system, {.transport = network.TransportFor(system), .incarnation = node}));
+//   }
+//   runtime.DispatchUntil([&] { return !network.ConnectionIds().empty(); });
 //   network.Cut(network.ConnectionIds().front());  // both ends see EvConnectionDown
 #pragma once
 

@@ -118,7 +118,7 @@ TEST(WatchdogTest, StuckHandlerIsReported) {
   ASSERT_TRUE(WaitUntil([&] { return system->Counters().pools[pool].stuck_reports >= 1; }))
       << testutil::DescribeCounters(*system);
   EXPECT_TRUE(ProgressWhileBlocked(handled, control, 1000));
-  // The scenario: the handler blocks for 2 s; the other actors keep going all along.
+  // A stuck handler: it blocks for 2 s; the other actors keep going all along.
   absl::SleepFor(entered_at + absl::Seconds(2) - absl::Now());
   EXPECT_TRUE(ProgressWhileBlocked(handled, control, 1000));
   control.release.Notify();

@@ -367,8 +367,8 @@ TEST(ProcessClusterTest, ProcessOfAnotherClusterIsRefused) {
 }
 
 #ifndef TROUPE_SANITIZED_BUILD
-// Case 2 of issue 15: node 1 stops (SIGSTOP) and this node offers it 1 GiB in 64 KiB events. The
-// bytes held for node 1 stay under max_queued_bytes: what does not fit is refused at once with
+// Hardening, a stopped peer: node 1 stops (SIGSTOP) and this node offers it 1 GiB in 64 KiB events.
+// The bytes held for node 1 stay under max_queued_bytes: what does not fit is refused at once with
 // Undelivered{kOverloaded}, and this process's RSS grows by about the bound, not the offer.
 TEST(ProcessClusterTest, StoppedPeerBoundsTheSendersMemory) {
   constexpr uint64_t kBound = uint64_t{64} << 20;

@@ -58,8 +58,8 @@ bool PingPong(TestRuntime& rt, NodeId from, NodeId to, uint64_t seq) {
   return pong && pong->record.seq() == seq;
 }
 
-// Case 1 of issue 15: node 1 takes 8 MiB events, node 2 only 4 KiB. An event node 2 cannot take
-// is refused at node 1 with kTooLarge; the session stays up and nothing is redialled.
+// Hardening, mismatched limits: node 1 takes 8 MiB events, node 2 only 4 KiB. An event node 2
+// cannot take is refused at node 1 with kTooLarge; the session stays up and nothing is redialled.
 TEST(HardeningTest, MismatchedLimitsRefuseTheEventAtTheSender) {
   PipeCluster cluster(2, 1, nullptr, absl::Microseconds(50), {},
                       [](NodeId node, proto::InterconnectConfig& ic) {
@@ -431,12 +431,11 @@ TEST(HardeningTest, ControlEventsPassASpentBudget) {
   EXPECT_EQ(cluster.Session(2, 1).held_bytes, 0u) << "every charge was given back";
 }
 
-// Case 5 of issue 15: node 2 is killed and restarted while node 1 keeps sending untracked pings
-// to its echo service. Pings written into the dead connection cannot be known delivered: they
+// Hardening, a restarted peer: node 2 is killed and restarted while node 1 keeps sending untracked
+// pings to its echo service. Pings written into the dead connection cannot be known delivered: they
 // are reported when node 1 learns of the restart (counted as dropped, untracked). Pings node 1
 // still held when it learned were never sent: they go to the new incarnation and are answered.
-// Before, those were reported too, and an untracked ping sent "around the restart" vanished
-// from the sender's view. Every ping is answered or counted; none is lost without a trace.
+// Every ping is answered or counted; none is lost without a trace.
 TEST(HardeningTest, EventsAroundAPeerRestartAreDeliveredOrCounted) {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE(seed);

@@ -22,7 +22,7 @@ struct EvPing : troupe::EventPB<EvPing, troupe::ut::TestPayload, kEvPing> {
 // Sends every EvPing back to its sender (the shared test actor of actors/testing/actors.h).
 using Echo = troupe::testing::Echo<EvPing>;
 
-// -- README begin
+// [doc-example: README.md]
 TEST(EchoTest, RepliesAcrossNodesAndReportsAPartition) {
   troupe::testing::TestRuntime runtime({.nodes = 2});  // seeded; the seed is printed on failure
   troupe::ActorId echo = runtime.Register(std::make_unique<Echo>(), /*node=*/2);
@@ -39,6 +39,6 @@ TEST(EchoTest, RepliesAcrossNodesAndReportsAPartition) {
   ASSERT_TRUE(lost);
   EXPECT_EQ(lost->reason, troupe::UndeliveredReason::kDisconnected);
 }
-// -- README end
+// [end doc-example]
 
 }  // namespace
