@@ -23,6 +23,7 @@
 //
 //   struct Stats { std::atomic<uint64_t> sent{0}; };
 //   struct View { uint64_t sent = 0; };
+//   Stats stats;
 //   constexpr std::array<troupe::MetricRow<Stats, View>, 1> kRows = {{
 //       {"myapp_sent_total", troupe::MetricType::kCounter, "Orders sent.",
 //        troupe::LoadRelaxed<&Stats::sent>, troupe::SetField<&View::sent>},

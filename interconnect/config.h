@@ -18,7 +18,7 @@
 //     return s;
 //   }
 //   const proto::InterconnectConfig full =
-//   troupe::interconnect::WithDefaults(config.interconnect());
+//       troupe::interconnect::WithDefaults(config.interconnect());
 #pragma once
 
 #include "absl/status/status.h"

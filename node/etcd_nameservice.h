@@ -25,14 +25,18 @@
 //
 // Thread-safety: thread-safe. Watchers run on the watching thread, one at a time.
 //
-// Example (what Node::Start does):
+// Example (what Node::Start does; Interconnect::Start listens, then calls Announce):
 //
 //   auto names = EtcdNameservice::Connect({.endpoint = "http://127.0.0.1:2379",
 //                                          .cluster_id = "shop",
 //                                          .local = {.host = "127.0.0.1", .port = 0}});
+//   if (!names.ok()) return names.status();
 //   absl::StatusOr<NodeId> id = (*names)->Join(0);  // a fresh id
+//   if (!id.ok()) return id.status();
 //   config.set_node_id(*id);
-//   ... Interconnect::Start(system, {.nameservice = *names});  // listens, then Announce
+//   auto system = ActorSystem::Create(config);
+//   if (!system.ok()) return system.status();
+//   auto ic = interconnect::Interconnect::Start(system->get(), {.nameservice = *names});
 #pragma once
 
 #include <atomic>

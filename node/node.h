@@ -33,14 +33,17 @@
 // Thread-safety: thread-safe until Shutdown begins; Shutdown and the destructor must be called
 // from a plain thread (not a handler of this node), once the node's other users are done.
 //
-// Example (a client that waits for its server, asks, and leaves nothing behind):
+// Example (a client that waits for its server, sends, and leaves nothing behind):
 //
 //   absl::StatusOr<std::unique_ptr<troupe::node::Node>> node = troupe::node::Node::Start(config);
 //   if (!node.ok()) { std::cerr << node.status() << "\n"; return 2; }
-//   if (absl::Status up = (*node)->WaitForPeer(1, absl::Seconds(10)); !up.ok()) { ... }
+//   if (absl::Status up = (*node)->WaitForPeer(1, absl::Seconds(10)); !up.ok()) {
+//     std::cerr << up << "\n";   // kDeadlineExceeded says why: unreachable, refused, no route
+//     return 1;
+//   }
 //   (*node)->system().Send(troupe::ServiceId("echo", 1), std::make_unique<EvPing>());
-//   ...
 //   troupe::node::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
+//   return report.flushed ? 0 : 1;
 #pragma once
 
 #include <cstdint>

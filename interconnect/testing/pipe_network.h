@@ -15,10 +15,10 @@
 //
 // Example:
 //
-//   // config.interconnect() lists nodes 1 and 2.
+//   // config.interconnect() lists nodes 1 and 2. The network outlives the nodes that use it.
+//   troupe::interconnect::PipeNetwork network(absl::Milliseconds(1));  // of simulated time
 //   troupe::testing::TestRuntime runtime(
 //       {.nodes = 2, .config = config, .simulated_interconnect = false});
-//   troupe::interconnect::PipeNetwork network(absl::Milliseconds(1));  // of simulated time
 //   std::vector<std::unique_ptr<troupe::interconnect::Interconnect>> ics;  // before the runtime
 //   for (troupe::NodeId node : {1u, 2u}) {
 //     troupe::ActorSystem* system = &runtime.node(node);
@@ -59,7 +59,9 @@ class PipeNetwork {
   explicit PipeNetwork(absl::Duration latency = absl::ZeroDuration()) : latency_(latency) {}
 
   // Returns the transport of `system`'s node. The system must outlive every connection of it
-  // (under TestRuntime: do not kill a node whose transport has connections).
+  // (under TestRuntime: do not kill a node whose transport has connections), and the network
+  // must outlive the transport: declare it before the systems or the TestRuntime, whose proxies
+  // close their connections when the systems stop.
   std::unique_ptr<Transport> TransportFor(ActorSystem* system);
 
   // Makes the network authenticate like TLS: every connection's Peer() names, as certified_node,

@@ -23,6 +23,8 @@ namespace troupe::node::internal {
 namespace {
 
 // Metric values by name (the prefix left off), summed over the series of one actor class.
+using interconnect::SessionCounters;
+using interconnect::SessionCountersOf;
 using Values = std::map<std::string, int64_t>;
 
 std::string Escape(std::string_view text) {

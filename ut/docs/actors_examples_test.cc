@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -32,6 +33,7 @@
 #include "actors/event_queue.h"
 #include "actors/events.h"
 #include "actors/log.h"
+#include "actors/metric_table.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
 #include "actors/scoped_actor.h"
@@ -288,9 +290,9 @@ TEST(ActorsExamplesTest, ThreadAsksAndReceives) {
   troupe::ActorId counter = system->Register(std::make_unique<Quotes>());
   // clang-format off
   // [doc-example: actors/scoped_actor.h]
-  absl::StatusOr<std::unique_ptr<EvPrice>> price =
-      troupe::Ask<EvPrice>(*system, quotes, std::make_unique<EvQuote>("ACME"),
-                           absl::Seconds(1)).get();
+  troupe::AskResult<EvPrice> price =
+      troupe::AskFuture<EvPrice>(*system, quotes, std::make_unique<EvQuote>("ACME"),
+                                 absl::Seconds(1)).get();
 
   troupe::ScopedActor me(*system);
   me.Send(counter, std::make_unique<EvGet>());
@@ -362,6 +364,31 @@ TEST(ActorsExamplesTest, TestRuntimeEchoAcrossNodes) {
   EXPECT_EQ(pong->record.seq(), 7u);
   // [end doc-example]
   // clang-format on
+}
+
+// actors/metric_table.h: a row publishes the counter and fills the typed view from the registry.
+TEST(ActorsExamplesTest, MetricRowPublishesAndFillsTheView) {
+  troupe::MetricsRegistry registry(troupe::MetricLabels{{"node", "1"}});
+  // clang-format off
+  // [doc-example: actors/metric_table.h]
+  struct Stats { std::atomic<uint64_t> sent{0}; };
+  struct View { uint64_t sent = 0; };
+  Stats stats;
+  constexpr std::array<troupe::MetricRow<Stats, View>, 1> kRows = {{
+      {"myapp_sent_total", troupe::MetricType::kCounter, "Orders sent.",
+       troupe::LoadRelaxed<&Stats::sent>, troupe::SetField<&View::sent>},
+  }};
+  std::vector<troupe::MetricsRegistry::Registration> registrations;
+  troupe::PublishRows(registry, kRows, stats, {{"venue", "X"}}, &registrations);
+  View view;
+  registry.ForEach([&](const troupe::MetricSample& s) { troupe::FillFromRows(kRows, s, view); });
+  // [end doc-example]
+  // clang-format on
+  EXPECT_EQ(view.sent, 0u);
+  stats.sent.store(3, std::memory_order_relaxed);
+  View later;
+  registry.ForEach([&](const troupe::MetricSample& s) { troupe::FillFromRows(kRows, s, later); });
+  EXPECT_EQ(later.sent, 3u);
 }
 
 }  // namespace

@@ -174,10 +174,10 @@ TEST(InterconnectExamplesTest, PipeNetworkCutsAConnection) {
   const proto::ActorSystemConfig config = NodeConfig(0, {1, 2});
   // clang-format off
   // [doc-example: interconnect/testing/pipe_network.h]
-  // config.interconnect() lists nodes 1 and 2.
+  // config.interconnect() lists nodes 1 and 2. The network outlives the nodes that use it.
+  troupe::interconnect::PipeNetwork network(absl::Milliseconds(1));  // of simulated time
   troupe::testing::TestRuntime runtime(
       {.nodes = 2, .config = config, .simulated_interconnect = false});
-  troupe::interconnect::PipeNetwork network(absl::Milliseconds(1));  // of simulated time
   std::vector<std::unique_ptr<troupe::interconnect::Interconnect>> ics;  // before the runtime
   for (troupe::NodeId node : {1u, 2u}) {
     troupe::ActorSystem* system = &runtime.node(node);

@@ -33,7 +33,7 @@
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
-#include "interconnect/node.h"
+#include "node/node.h"
 #include "interconnect/tcp_transport.h"
 #include "ut/actors/test_events.pb.h"
 
@@ -90,8 +90,8 @@ class Shop final : public troupe::Actor {
   // [doc-example: README.md]
   void Handle(troupe::EventPtr<EvCheck> ev) {
     Ask<EvPrice>(quotes_, std::make_unique<EvQuote>("ACME"), absl::Milliseconds(50),
-                 [this](absl::StatusOr<troupe::EventPtr<EvPrice>> price) {
-                   if (price.ok()) { last_ = price->Get()->cents; }   // else DEADLINE_EXCEEDED...
+                 [this](troupe::AskResult<EvPrice> price) {
+                   if (price.ok()) { last_ = (*price)->cents; }   // else DEADLINE_EXCEEDED...
                  });
   }
   // ...and in Quotes:
@@ -140,8 +140,9 @@ TEST(ReadmeExamplesTest, AThreadAsksAndReceives) {
 
   // clang-format off
   // [doc-example: README.md]
-  absl::StatusOr<std::unique_ptr<EvPrice>> price =
-      troupe::Ask<EvPrice>(system, quotes, std::make_unique<EvQuote>("ACME"), absl::Seconds(5)).get();
+  troupe::AskResult<EvPrice> price =
+      troupe::AskFuture<EvPrice>(system, quotes, std::make_unique<EvQuote>("ACME"), absl::Seconds(5))
+          .get();
 
   troupe::ScopedActor me(system);
   me.Send(checker, std::make_unique<EvCheck>("SLOW"));
@@ -174,10 +175,10 @@ class Adder final : public troupe::Actor {
   // clang-format off
   // [doc-example: README.md]
   troupe::Task Sum(troupe::EventHandlePtr request) {   // parameters by value: the frame outlives
-    absl::StatusOr<std::unique_ptr<EvPrice>> first =
-        co_await AskAsync<EvPrice>(quotes_, std::make_unique<EvQuote>("AB"), absl::Milliseconds(50));
-    absl::StatusOr<std::unique_ptr<EvPrice>> second =
-        co_await AskAsync<EvPrice>(quotes_, std::make_unique<EvQuote>("ABC"), absl::Milliseconds(50));
+    troupe::AskResult<EvPrice> first =
+        co_await Ask<EvPrice>(quotes_, std::make_unique<EvQuote>("AB"), absl::Milliseconds(50));
+    troupe::AskResult<EvPrice> second =
+        co_await Ask<EvPrice>(quotes_, std::make_unique<EvQuote>("ABC"), absl::Milliseconds(50));
     Reply(request, std::make_unique<EvPrice>(first.ok() && second.ok()
                                                  ? (*first)->cents + (*second)->cents : -1));
   }
@@ -241,7 +242,7 @@ class Supervisor final : public troupe::Actor {
     return strategy;
   }
   void Bootstrap() override {
-    worker_ = RegisterChild([this] { return std::make_unique<Worker>(&tally_); });
+    worker_ = RegisterRestartable([this] { return std::make_unique<Worker>(&tally_); });
   }
   TROUPE_STATE(StateWork) { Unhandled(ev); }
 

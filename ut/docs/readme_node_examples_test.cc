@@ -30,7 +30,8 @@
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
-#include "interconnect/node.h"
+#include "node/config.h"
+#include "node/node.h"
 #include "interconnect/tcp_transport.h"
 #include "ut/actors/test_events.pb.h"
 
@@ -91,7 +92,9 @@ TEST_F(ReadmeNodeExamplesTest, NodeStartsFromItsConfigFile) {
   // clang-format off
   // [doc-example: README.md]
   auto system = troupe::ActorSystem::Create(*troupe::LoadConfigFile("node1.conf"));
-  auto ic = troupe::interconnect::Interconnect::Start(system->get());   // destroy before the system
+  // Checks the interconnect section (a bad field fails the start naming it); destroy before the
+  // system.
+  auto ic = troupe::interconnect::Interconnect::Start(system->get());
   // [end doc-example]
   // clang-format on
   ASSERT_TRUE(system.ok()) << system.status();
@@ -140,7 +143,7 @@ TEST_F(ReadmeNodeExamplesTest, WatchHearsOfAMemberThatJoins) {
       troupe::interconnect::StaticNameservice::FromConfig(config->interconnect());
   troupe::testing::Inbox inbox;
   troupe::ActorId tracker;
-  troupe::NodeOptions options;
+  troupe::node::NodeOptions options;
   options.interconnect.nameservice = table;
   options.on_system_start = [&](troupe::ActorSystem& system) {
     tracker = system.Register(std::make_unique<troupe::testing::Recorder<>>(&inbox));
@@ -149,7 +152,8 @@ TEST_F(ReadmeNodeExamplesTest, WatchHearsOfAMemberThatJoins) {
 
   // clang-format off
   // [doc-example: README.md]
-  auto node = troupe::Node::Start(*troupe::LoadConfigFile("orders.conf"), std::move(options));
+  auto node = troupe::node::Node::Start(*troupe::node::LoadConfigFile("orders.conf"),
+                                        std::move(options));
   const auto& names = (*node)->interconnect()->nameservice();   // Members(), Resolve(node)
   troupe::interconnect::NameserviceWatch watch = names->Watch([&] {
     // After each change, on the nameservice's thread: must not block. Hand it to an actor.
@@ -170,13 +174,14 @@ TEST_F(ReadmeNodeExamplesTest, WatchHearsOfAMemberThatJoins) {
 int RunNode2() {
   // clang-format off
   // [doc-example: README.md]
-  troupe::NodeOptions options;
+  troupe::node::NodeOptions options;
   options.on_system_start = [](troupe::ActorSystem& system) -> absl::Status {
     absl::StatusOr<troupe::ActorId> echo = system.TryRegister(std::make_unique<Echo>());
     if (!echo.ok()) return echo.status();            // kResourceExhausted: raise max_mailboxes
     return system.RegisterService(troupe::ServiceId("echo"), *echo);
   };
-  auto node = troupe::Node::Start(*troupe::LoadConfigFile("node2.conf"), std::move(options));
+  auto node = troupe::node::Node::Start(*troupe::node::LoadConfigFile("node2.conf"),
+                                        std::move(options));
   if (!node.ok()) { std::cerr << node.status() << "\n"; return 2; }   // names the field at fault
 
   // Wait for the peer instead of retrying: OK, or kDeadlineExceeded saying why (unreachable,
@@ -187,7 +192,7 @@ int RunNode2() {
   // Stop: events still held for peers get 5 s to be acknowledged; the rest are reported
   // Undelivered{kShutdown} (unsure when in flight) to tracking senders, who handle them before the
   // system stops. Nothing is freed unreported.
-  troupe::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
+  troupe::node::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
   // [end doc-example]
   // clang-format on
   return report.flushed ? 0 : 1;
@@ -197,13 +202,13 @@ TEST_F(ReadmeNodeExamplesTest, EmbeddedNodeServesWaitsSendsAndStops) {
   WriteConfig("node1.conf", 1);
   WriteConfig("node2.conf", 2);
   troupe::testing::Inbox orders;
-  troupe::NodeOptions options;
+  troupe::node::NodeOptions options;
   options.on_system_start = [&orders](troupe::ActorSystem& system) {
     troupe::ActorId book = system.Register(std::make_unique<troupe::testing::Recorder<>>(&orders));
     return system.RegisterService(troupe::ServiceId("orders"), book);
   };
-  absl::StatusOr<std::unique_ptr<troupe::Node>> node1 =
-      troupe::Node::Start(*troupe::LoadConfigFile("node1.conf"), std::move(options));
+  absl::StatusOr<std::unique_ptr<troupe::node::Node>> node1 =
+      troupe::node::Node::Start(*troupe::node::LoadConfigFile("node1.conf"), std::move(options));
   ASSERT_TRUE(node1.ok()) << node1.status();
 
   EXPECT_EQ(RunNode2(), 0);
