@@ -33,8 +33,8 @@
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
-#include "node/node.h"
 #include "interconnect/tcp_transport.h"
+#include "node/node.h"
 #include "ut/actors/test_events.pb.h"
 
 namespace {

@@ -30,9 +30,9 @@
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
+#include "interconnect/tcp_transport.h"
 #include "node/config.h"
 #include "node/node.h"
-#include "interconnect/tcp_transport.h"
 #include "ut/actors/test_events.pb.h"
 
 namespace {
