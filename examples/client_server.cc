@@ -50,7 +50,7 @@
 #include "cli.h"
 #include "client_server.pb.h"
 #include "interconnect/node.h"
-#include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 
 ABSL_FLAG(int, requests, 1000, "requests the client sends (1 to 1000000)");
 ABSL_FLAG(int, timeout_s, 30, "how long the client waits for the server and for the replies");

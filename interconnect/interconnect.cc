@@ -220,23 +220,31 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   ic->incarnation_ = identity.incarnation;
   if (options.transport != nullptr) {
     ic->transport_ = std::move(options.transport);
-  } else if (config.has_tls()) {
-    absl::StatusOr<std::unique_ptr<Transport>> tls =
-        MakeTlsTransport(system, {.ca_file = config.tls().ca_file(),
-                                  .cert_file = config.tls().cert_file(),
-                                  .key_file = config.tls().key_file(),
-                                  .node = self});
-    if (!tls.ok()) {
-      return absl::Status(tls.status().code(),
-                          absl::StrCat("interconnect.tls.", tls.status().message()));
-    }
-    ic->transport_ = std::move(*tls);
   } else {
+    // TCP and TLS alike run their I/O on the interconnect's pool unless told to keep a thread.
     TcpTransportOptions tcp;
     if (!config.io_thread()) {
       tcp.io_pool = pool_name.empty() ? system->config().default_pool() : pool_name;
     }
-    ic->transport_ = MakeTcpTransport(system, std::move(tcp));
+    if (config.has_tls()) {
+      absl::StatusOr<std::unique_ptr<Transport>> tls =
+          MakeTlsTransport(system, {.ca_file = config.tls().ca_file(),
+                                    .cert_file = config.tls().cert_file(),
+                                    .key_file = config.tls().key_file(),
+                                    .node = self,
+                                    .tcp = std::move(tcp)});
+      if (!tls.ok()) {
+        return absl::Status(tls.status().code(),
+                            absl::StrCat("interconnect.tls.", tls.status().message()));
+      }
+      ic->transport_ = std::move(*tls);
+    } else {
+      absl::StatusOr<std::unique_ptr<Transport>> plain = MakeTcpTransport(system, std::move(tcp));
+      if (!plain.ok()) {
+        return plain.status();
+      }
+      ic->transport_ = std::move(*plain);
+    }
   }
 
   StreamLimits limits;

@@ -33,7 +33,7 @@
 #include "interconnect/etcd_nameservice.h"
 #include "interconnect/internal/etcd_client.h"
 #include "interconnect/node.h"
-#include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 #include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
 
