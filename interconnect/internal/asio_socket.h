@@ -2,8 +2,8 @@
 //
 // Socket set-up of the Asio connection core (asio_connections.h, which TCP and TLS share): the
 // listening socket, the endpoints to dial, buffer sizes, and how socket errors and addresses read
-// in statuses and log lines. Plain functions over Asio types; no state. And AsioPoller, which lets a
-// pool's workers run an io_context (actors/node_hooks.h, IoPoller).
+// in statuses and log lines. Plain functions over Asio types; no state. And AsioPoller, which lets
+// a pool's workers run an io_context (actors/node_hooks.h, IoPoller).
 //
 // Thread-safety: thread-compatible (each call touches only the socket it is given).
 #pragma once
