@@ -8,7 +8,8 @@
 #
 # Two export sets, so a consumer of troupe::actors alone never needs GoogleTest:
 # - TroupeTargets.cmake, always loaded: proto, actors, interconnect, node, and the GoogleTest-free
-#   test helpers interconnect_testing (PipeNetwork) and test_actors when this build has them;
+#   test helpers interconnect_testing (PipeNetwork, FreeLoopbackPorts) and test_actors when this
+#   build has them;
 # - TroupeTestingTargets.cmake, loaded for `COMPONENTS testing` only: troupe::testing, which
 #   reports through GoogleTest, and troupe::scenario (simulation campaigns) on top of it.
 # cmake/TroupeProtobuf.cmake is installed too: troupe_protobuf_library() for users' own schemas.
@@ -71,6 +72,7 @@ install(FILES "${PROJECT_SOURCE_DIR}/actors/internal/mailbox_node.h"
 set(_troupe_testing_headers
     troupe_testing actors/testing/test_runtime.h
     troupe_test_actors actors/testing/actors.h
+    troupe_interconnect_testing interconnect/testing/free_ports.h
     troupe_interconnect_testing interconnect/testing/pipe_network.h
     troupe_scenario interconnect/testing/scenario.h)
 while(_troupe_testing_headers)

@@ -50,6 +50,7 @@
 #include "cli.h"
 #include "client_server.pb.h"
 #include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 #include "node/node.h"
 
 ABSL_FLAG(int, requests, 1000, "requests the client sends (1 to 1000000)");

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
-#include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 
 namespace troupe::examples {
 

@@ -71,7 +71,7 @@
 #include "chaos.h"
 #include "child_process.h"
 #include "cli.h"
-#include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 #include "local_etcd.h"
 #include "node/config.h"
 #include "node_runner.h"

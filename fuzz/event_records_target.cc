@@ -32,7 +32,7 @@
 namespace troupe::fuzz {
 namespace {
 
-using interconnect::FrameKind;
+using interconnect::internal::FrameKind;
 
 // The test payload's event; its type is what fuzz_make_seeds writes into the seeds.
 enum : EventType { kEvFuzzPayload = EventSpaceBegin(kUserEventSpace + 0x200) };
@@ -70,7 +70,7 @@ void Parse(EventHandle& ev) {
 
 void FuzzEventRecords(std::string_view data) {
   InputReader in(data);
-  interconnect::Frame frame;
+  interconnect::internal::Frame frame;
   frame.kind = FrameKind::kData;
   frame.event_count = in.U16();
   frame.sequence = 1;
@@ -82,13 +82,13 @@ void FuzzEventRecords(std::string_view data) {
   }
 
   std::vector<EventHandlePtr> events;
-  TROUPE_CHECK(interconnect::DecodeEvents(frame, [&](EventHandlePtr ev) {
+  TROUPE_CHECK(interconnect::internal::DecodeEvents(frame, [&](EventHandlePtr ev) {
                  TROUPE_CHECK(ev != nullptr && !ev->HasEvent());
                  events.push_back(std::move(ev));
                }).ok());
   TROUPE_CHECK(events.size() == whole);
   // The receiver's view: chunks must start, continue and complete in turn within this frame.
-  interconnect::RecordDecoder records(/*max_event_size=*/1u << 20);
+  interconnect::internal::RecordDecoder records(/*max_event_size=*/1u << 20);
   size_t completed = 0;
   absl::Status assembled = records.Decode(frame, [&](EventHandlePtr ev) {
     TROUPE_CHECK(ev != nullptr && !ev->HasEvent());

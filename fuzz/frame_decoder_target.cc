@@ -35,17 +35,18 @@
 namespace troupe::fuzz {
 namespace {
 
-using interconnect::AppendRawFrame;
-using interconnect::Frame;
-using interconnect::FrameDecoder;
-using interconnect::FrameKind;
-using interconnect::InboundStream;
-using interconnect::kFrameHeaderSize;
-using interconnect::kMinRecordSize;
-using interconnect::OutboundStream;
-using interconnect::RecordDecoder;
+using interconnect::internal::AppendRawFrame;
+using interconnect::internal::Frame;
+using interconnect::internal::FrameDecoder;
+using interconnect::internal::FrameKind;
+using interconnect::internal::InboundStream;
+using interconnect::internal::kFrameHeaderSize;
+using interconnect::internal::kMinRecordSize;
+using interconnect::internal::OutboundStream;
+using interconnect::internal::RecordDecoder;
 
-constexpr std::array<uint32_t, 4> kLimits = {256, 4096, 65536, interconnect::kDefaultMaxPayload};
+constexpr std::array<uint32_t, 4> kLimits = {256, 4096, 65536,
+                                             interconnect::internal::kDefaultMaxPayload};
 
 // A frame copied out of the decoder (its payload view dies with the next Append).
 struct OwnedFrame {

@@ -31,11 +31,11 @@
 namespace troupe::fuzz {
 namespace {
 
-using interconnect::AppendHandshake;
-using interconnect::HandshakeReader;
-using interconnect::kHandshakeMagic;
-using interconnect::kMaxHandshakeSize;
-using interconnect::kProtocolVersion;
+using interconnect::internal::AppendHandshake;
+using interconnect::internal::HandshakeReader;
+using interconnect::internal::kHandshakeMagic;
+using interconnect::internal::kMaxHandshakeSize;
+using interconnect::internal::kProtocolVersion;
 
 std::string ClusterId(uint8_t selector) {
   return std::string(kClusterIds[selector % kClusterIds.size()]);
@@ -83,9 +83,9 @@ Read ReadHandshake(const std::vector<std::string_view>& chunks) {
   return out;
 }
 
-void CheckAccepted(const proto::Handshake& peer, const interconnect::LocalIdentity& self,
+void CheckAccepted(const proto::Handshake& peer, const interconnect::internal::LocalIdentity& self,
                    std::optional<NodeId> dialed, std::optional<NodeId> certified) {
-  absl::Status status = interconnect::CheckHandshake(peer, self, dialed, certified);
+  absl::Status status = interconnect::internal::CheckHandshake(peer, self, dialed, certified);
   if (!status.ok()) {
     TROUPE_CHECK(!status.message().empty()) << status;
     return;
@@ -106,9 +106,9 @@ void CheckAccepted(const proto::Handshake& peer, const interconnect::LocalIdenti
 }
 
 // The refusal an acceptor sends must reach the dialler, however long the reason.
-void CheckRefusal(const interconnect::LocalIdentity& self, std::string_view reason) {
+void CheckRefusal(const interconnect::internal::LocalIdentity& self, std::string_view reason) {
   std::string bytes;
-  AppendHandshake(interconnect::MakeRefusal(self, reason), &bytes);
+  AppendHandshake(interconnect::internal::MakeRefusal(self, reason), &bytes);
   HandshakeReader reader;
   reader.Append(bytes);
   absl::StatusOr<std::optional<proto::Handshake>> got = reader.Next();
@@ -124,7 +124,7 @@ void FuzzHandshake(std::string_view data) {
   InputReader in(data);
   const uint8_t options = in.Byte();
   const SplitPlan plan = ReadSplitPlan(in);
-  interconnect::LocalIdentity self;
+  interconnect::internal::LocalIdentity self;
   self.node = in.Byte();
   const NodeId dialed_node = in.Byte();
   const NodeId certified_node = in.Byte();

@@ -31,10 +31,10 @@
 namespace troupe::fuzz {
 namespace {
 
-using interconnect::AppendControlFrame;
-using interconnect::AppendRawFrame;
-using interconnect::FrameEncoder;
-using interconnect::FrameKind;
+using interconnect::internal::AppendControlFrame;
+using interconnect::internal::AppendRawFrame;
+using interconnect::internal::FrameEncoder;
+using interconnect::internal::FrameKind;
 
 // The type fuzz_event_records parses as ut::TestPayload (event_records_target.cc).
 constexpr EventType kEvFuzzPayload = EventSpaceBegin(kUserEventSpace + 0x200);
@@ -80,7 +80,7 @@ void AddEvent(FrameEncoder& encoder, EventType type, std::string body, uint64_t 
 std::string Records(FrameEncoder& encoder) {
   std::string frame;
   encoder.Finish(1, 0, &frame);
-  return frame.substr(interconnect::kFrameHeaderSize);
+  return frame.substr(interconnect::internal::kFrameHeaderSize);
 }
 
 void WriteEventRecordSeeds() {
@@ -193,7 +193,7 @@ void WriteFrameSeeds() {
   raw("raw_session_odd_splits", FrameOptions(false, 2, 3), {7, 0, 48, 13}, session);
   raw("raw_garbage_http", FrameOptions(false, 1, 0), {3}, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   std::string flipped = session;
-  flipped[interconnect::kFrameHeaderSize + 10] ^= 0x20;
+  flipped[interconnect::internal::kFrameHeaderSize + 10] ^= 0x20;
   raw("raw_payload_flipped", FrameOptions(false, 2, 2), {5}, flipped);
   raw("raw_truncated", FrameOptions(false, 2, 2), {}, session.substr(0, session.size() - 30));
   std::string over_limit = session;
@@ -327,22 +327,22 @@ void WriteHandshakeSeeds() {
     Write(kTarget, name, prefix(0, splits, Identity()) + std::string(stream));
   };
   proto::Handshake valid;
-  valid.set_protocol_version(interconnect::kProtocolVersion);
+  valid.set_protocol_version(interconnect::internal::kProtocolVersion);
   valid.set_cluster_id("shop");
   valid.set_from_node(2);
   valid.set_to_node(1);
   valid.set_incarnation(123456789);
   std::string stream;
-  interconnect::AppendHandshake(valid, &stream);
+  interconnect::internal::AppendHandshake(valid, &stream);
   raw("raw_valid", {2}, stream + first_frame);
   raw("raw_ssh_banner", {}, "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n");
   raw("raw_tls_client_hello", {}, std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11));
   std::string too_long;
-  PutU32(interconnect::kHandshakeMagic, &too_long);
+  PutU32(interconnect::internal::kHandshakeMagic, &too_long);
   PutU32(1u << 20, &too_long);
   raw("raw_length_over_limit", {}, too_long);
   std::string unparsable;
-  PutU32(interconnect::kHandshakeMagic, &unparsable);
+  PutU32(interconnect::internal::kHandshakeMagic, &unparsable);
   PutU32(3, &unparsable);
   unparsable += "\xff\xff\xff";
   raw("raw_body_does_not_parse", {}, unparsable);

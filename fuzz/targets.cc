@@ -21,15 +21,15 @@ std::span<const Target> Targets() {
   return kTargets;
 }
 
-bool CheckRecordsRoundTrip(const interconnect::Frame& frame, uint32_t* whole) {
-  interconnect::FrameEncoder encoder;
+bool CheckRecordsRoundTrip(const interconnect::internal::Frame& frame, uint32_t* whole) {
+  interconnect::internal::FrameEncoder encoder;
   uint32_t parsed = 0;
   uint32_t events = 0;
-  const absl::Status status =
-      interconnect::ParseRecords(frame, [&](const interconnect::Record& record) {
+  const absl::Status status = interconnect::internal::ParseRecords(
+      frame, [&](const interconnect::internal::Record& record) {
         encoder.Add(record);
         ++parsed;
-        events += record.kind == interconnect::RecordKind::kEvent ? 1 : 0;
+        events += record.kind == interconnect::internal::RecordKind::kEvent ? 1 : 0;
       });
   if (!status.ok()) {
     TROUPE_CHECK(absl::IsDataLoss(status)) << status;
@@ -39,7 +39,8 @@ bool CheckRecordsRoundTrip(const interconnect::Frame& frame, uint32_t* whole) {
   TROUPE_CHECK(parsed == frame.event_count);
   std::string reencoded;
   encoder.Finish(frame.sequence, frame.ack, &reencoded);
-  TROUPE_CHECK(std::string_view(reencoded).substr(interconnect::kFrameHeaderSize) == frame.payload)
+  TROUPE_CHECK(std::string_view(reencoded).substr(interconnect::internal::kFrameHeaderSize) ==
+               frame.payload)
       << "the decoded records do not encode back to their payload";
   if (whole != nullptr) {
     *whole = events;

@@ -35,9 +35,9 @@
 #include <span>
 #include <string_view>
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 struct Frame;
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal
 
 namespace troupe::fuzz {
 
@@ -72,7 +72,7 @@ void FuzzConfig(std::string_view data);
 // malformed frame shows no record and fails with kDataLoss) and a valid frame's event_count
 // records encode back to its payload byte for byte. Returns whether the frame was valid; sets
 // `*whole` (when given) to the number of its whole-event records.
-bool CheckRecordsRoundTrip(const interconnect::Frame& frame, uint32_t* whole = nullptr);
+bool CheckRecordsRoundTrip(const interconnect::internal::Frame& frame, uint32_t* whole = nullptr);
 
 struct Target {
   // The executable's name, also its folder under fuzz/corpus/ and fuzz/regressions/.

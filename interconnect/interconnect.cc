@@ -42,6 +42,22 @@
 #include "interconnect/tls_transport.h"
 
 namespace troupe::interconnect {
+
+using internal::EvCloseSession;
+using internal::EvMembership;
+using internal::EvSubscribeSession;
+using internal::HandshakeSettings;
+using internal::kSessionMetrics;
+using internal::LocalIdentity;
+using internal::MakeListener;
+using internal::MakeProxy;
+using internal::PeerChannel;
+using internal::PeerTable;
+using internal::RefusalLog;
+using internal::Router;
+using internal::SessionSettings;
+using internal::StreamLimits;
+
 namespace {
 
 uint64_t RandomIncarnation() {
@@ -209,23 +225,31 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   ic->incarnation_ = identity.incarnation;
   if (options.transport != nullptr) {
     ic->transport_ = std::move(options.transport);
-  } else if (config.has_tls()) {
-    absl::StatusOr<std::unique_ptr<Transport>> tls =
-        MakeTlsTransport(system, {.ca_file = config.tls().ca_file(),
-                                  .cert_file = config.tls().cert_file(),
-                                  .key_file = config.tls().key_file(),
-                                  .node = self});
-    if (!tls.ok()) {
-      return absl::Status(tls.status().code(),
-                          absl::StrCat("interconnect.tls.", tls.status().message()));
-    }
-    ic->transport_ = std::move(*tls);
   } else {
+    // TCP and TLS alike run their I/O on the interconnect's pool unless told to keep a thread.
     TcpTransportOptions tcp;
     if (!config.io_thread()) {
       tcp.io_pool = pool_name.empty() ? system->config().default_pool() : pool_name;
     }
-    ic->transport_ = MakeTcpTransport(system, std::move(tcp));
+    if (config.has_tls()) {
+      absl::StatusOr<std::unique_ptr<Transport>> tls =
+          MakeTlsTransport(system, {.ca_file = config.tls().ca_file(),
+                                    .cert_file = config.tls().cert_file(),
+                                    .key_file = config.tls().key_file(),
+                                    .node = self,
+                                    .tcp = std::move(tcp)});
+      if (!tls.ok()) {
+        return absl::Status(tls.status().code(),
+                            absl::StrCat("interconnect.tls.", tls.status().message()));
+      }
+      ic->transport_ = std::move(*tls);
+    } else {
+      absl::StatusOr<std::unique_ptr<Transport>> plain = MakeTcpTransport(system, std::move(tcp));
+      if (!plain.ok()) {
+        return plain.status();
+      }
+      ic->transport_ = std::move(*plain);
+    }
   }
 
   StreamLimits limits;
@@ -331,7 +355,7 @@ std::vector<SessionCounters> Interconnect::Counters() const {
 
 // -- waiting for peers ----------------------------------------------------------------------------
 
-absl::Status Interconnect::WaitForSession(NodeId peer, absl::Duration timeout) {
+absl::Status Interconnect::WaitForPeer(NodeId peer, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   const NodeId self = system_->node_id();
   if (peer == self) {
@@ -358,10 +382,10 @@ absl::Status Interconnect::WaitForSession(NodeId peer, absl::Duration timeout) {
                                                   absl::FormatDuration(timeout), ": ", why));
 }
 
-absl::Status Interconnect::WaitForMembers(absl::Duration timeout) {
+absl::Status Interconnect::WaitForPeers(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   for (const NodeEndpoint& member : nameservice_->Members()) {
-    if (absl::Status status = WaitForSession(member.node, deadline - absl::Now()); !status.ok()) {
+    if (absl::Status status = WaitForPeer(member.node, deadline - absl::Now()); !status.ok()) {
       return status;
     }
   }

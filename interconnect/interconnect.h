@@ -62,7 +62,7 @@
 // Counters: every session publishes troupe_session_* metrics labelled peer into the node's
 // registry (ActorSystem::metrics(), actors/metrics.h); Counters() is a typed view of them.
 //
-// Waiting for a peer: a plain thread calls WaitForSession(peer, timeout); an actor calls
+// Waiting for a peer: a plain thread calls WaitForPeer(peer, timeout); an actor calls
 // SubscribeSession(peer, SelfId()) and gets EvNodeConnected, or EvNodeDisconnected when no session
 // comes within dead_peer_timeout (actors/session_events.h), and can Schedule its own shorter
 // timeout. The dialling side dials every member from the start, so a session comes up without
@@ -111,9 +111,11 @@
 
 namespace troupe::interconnect {
 
+namespace internal {
 class PeerTable;
 class RefusalLog;
 class Router;
+}  // namespace internal
 
 // The well-known ServiceId of this node's proxy for `peer` ("ic/<peer>").
 ActorId ProxyServiceId(NodeId peer);
@@ -211,11 +213,11 @@ class Interconnect {
   // kFailedPrecondition after Drain. Not for handlers (it would block a worker) nor for a node
   // run by the deterministic test runtime (its time does not pass while a thread waits): actors
   // use SubscribeSession.
-  absl::Status WaitForSession(NodeId peer, absl::Duration timeout);
+  absl::Status WaitForPeer(NodeId peer, absl::Duration timeout);
   // Blocks until a session with every member of the nameservice but this node is up, or
-  // `timeout` passes (one deadline for all). Errors as WaitForSession, for the first member
+  // `timeout` passes (one deadline for all). Errors as WaitForPeer, for the first member
   // without a session.
-  absl::Status WaitForMembers(absl::Duration timeout);
+  absl::Status WaitForPeers(absl::Duration timeout);
   // Subscribes the local actor `subscriber` to the session with `peer`, as a send with
   // kSubscribeOnSession would (actors/session_events.h): it gets EvNodeConnected when the session
   // is up (at once when it is), else EvNodeDisconnected when none comes within
@@ -253,12 +255,12 @@ class Interconnect {
   std::shared_ptr<Nameservice> nameservice_;
   std::shared_ptr<Transport> transport_;
   // The peers' channels and proxies (grows at run time), the router reading it, the listener.
-  std::shared_ptr<PeerTable> peers_;
-  std::shared_ptr<Router> router_;
+  std::shared_ptr<internal::PeerTable> peers_;
+  std::shared_ptr<internal::Router> router_;
   ActorId listener_;
   NameserviceWatch watch_;
   // The node's refusals and their metric, troupe_interconnect_refusals_total{direction}.
-  std::shared_ptr<RefusalLog> refusals_;
+  std::shared_ptr<internal::RefusalLog> refusals_;
   std::vector<MetricsRegistry::Registration> metrics_;
   uint16_t port_ = 0;
   uint64_t incarnation_ = 0;

@@ -3,7 +3,8 @@
 // The TCP implementation of Transport (transport.h): every connection is a TCP socket, driven by
 // one Asio io_context: run by the workers of `io_pool` (see TcpTransportOptions), or else by an
 // I/O thread ("troupe:tcp") that the transport owns. Either way one thread at a time runs it
-// ("the I/O thread" below).
+// ("the I/O thread" below). The connection core it runs on (internal/asio_connections.h) is the
+// TLS transport's too.
 //
 // Events follow the contract of transport.h: EvConnectionUp (to the Connect caller's owner, or to
 // the listener's acceptor with `incoming`), EvBytesReceived (in order, at most
@@ -31,18 +32,17 @@
 //
 // Example:
 //
-//   std::unique_ptr<Transport> tcp = MakeTcpTransport(system.get());
-//   absl::StatusOr<uint16_t> port = tcp->Listen("127.0.0.1", 0, acceptor);
-//   ConnectionId id = tcp->Connect("127.0.0.1", *port, owner);  // owner gets EvConnectionUp
-//   tcp->Write(id, frame);
-//   tcp->Shutdown();  // before the ActorSystem goes away
+//   absl::StatusOr<std::unique_ptr<Transport>> tcp = MakeTcpTransport(system.get());
+//   if (!tcp.ok()) { return tcp.status(); }
+//   absl::StatusOr<uint16_t> port = (*tcp)->Listen("127.0.0.1", 0, acceptor);
+//   ConnectionId id = (*tcp)->Connect("127.0.0.1", *port, owner);  // owner gets EvConnectionUp
+//   (*tcp)->Write(id, frame);
+//   (*tcp)->Shutdown();  // before the ActorSystem goes away
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -64,16 +64,11 @@ struct TcpTransportOptions {
 };
 
 // Returns a transport whose connections are TCP sockets, run by `options.io_pool`'s workers or by
-// an I/O thread of its own (a warning says why when the pool was named and cannot). Its events go
-// to `system`, which must outlive Shutdown() (or the transport's destruction).
-std::unique_ptr<Transport> MakeTcpTransport(ActorSystem* system, TcpTransportOptions options = {});
-
-// Returns `count` distinct ports free on 127.0.0.1 right now, for a node table written before the
-// nodes start (local clusters, tests, benchmarks). They are taken below the kernel's own range
-// (ip_local_port_range), from 10000 up, where no other process's bind to port 0 or outgoing
-// connection takes one before its node binds it; each is bound to check it, all at once, then
-// released. Only when that range has no room are they bound to port 0. Another process binding
-// explicit ports may still take one. kUnavailable names the socket error.
-absl::StatusOr<std::vector<uint16_t>> FreeLoopbackPorts(size_t count);
+// an I/O thread of its own (a warning says why when the pool was named and cannot run it: a node
+// run by the deterministic test runtime, or a pool already running another transport's I/O). Its
+// events go to `system`, which must outlive Shutdown() (or the transport's destruction).
+// kInvalidArgument when `io_pool` names no pool of `system` or `socket_buffer_bytes` is negative.
+absl::StatusOr<std::unique_ptr<Transport>> MakeTcpTransport(ActorSystem* system,
+                                                            TcpTransportOptions options = {});
 
 }  // namespace troupe::interconnect

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The mutual-TLS implementation of Transport (transport.h): every connection is a TCP socket
-// carrying TLS 1.3 (OpenSSL through Asio), driven by one I/O thread ("troupe:tls") that the
-// transport owns. Both ends present a certificate and verify the other's: the CA file is the only
-// trust anchor, a peer without a certificate is refused, and a verified certificate must name a
-// Troupe node. The node id comes from the first subjectAltName DNS entry of the form `node<N>`
-// (e.g. DNS:node2) or, when there is none, from a subject CN `node<N>`; N is decimal, 1 to
-// 1048575, without leading zeros. Peer() reports it as `certified_node`, set before the
+// carrying TLS 1.3 (OpenSSL), on the connection core of TcpTransport (internal/asio_connections.h):
+// one io_context run by the workers of `tcp.io_pool`, or else by an I/O thread ("troupe:tls")
+// that the transport owns. Both ends present a certificate and verify the other's: the CA file is
+// the only trust anchor, a peer without a certificate is refused, and a verified certificate must
+// name a Troupe node. The node id comes from the first subjectAltName DNS entry of the form
+// `node<N>` (e.g. DNS:node2) or, when there is none, from a subject CN `node<N>`; N is decimal, 1
+// to 1048575, without leading zeros. Peer() reports it as `certified_node`, set before the
 // connection's first EvBytesReceived, so the handshake can check that the node id a peer claims
 // is the one its certificate names. scripts/make-test-certs.sh makes such certificates.
 //
@@ -28,13 +29,15 @@
 // certificate: the server's refusal reaches a dialler as an alert on its first read, which is why
 // TLS errors count as kUnauthenticated until the first application bytes arrive.
 //
-// Write path: Write appends to the connection's queue; bytes written before the TLS handshake
-// completes wait in it. Every SSL call runs on the I/O thread (an SSL object must not be read and
-// written on two threads at once), so unlike TcpTransport there is no direct send() from the
-// caller's thread: each write costs a hop to the I/O thread, and while one is in progress later
-// Writes only append, so a busy connection encrypts and sends everything queued at once. The
-// queue is unbounded: the caller bounds what it writes. Close discards what is still queued and
-// closes the socket without a TLS close_notify; the peer sees "connection closed by the peer".
+// Write path: as TcpTransport's. Write encrypts on the calling thread and, when nothing is queued
+// for the connection, sends the ciphertext with a non-blocking send() there too; the rest is
+// queued for the I/O thread. OpenSSL reads and writes memory buffers, never the socket, and every
+// use of a connection's SSL object holds that connection's mutex, so one SSL object is never used
+// by two threads at once (a Write waits while the I/O thread decrypts what arrived for the same
+// connection). Bytes written before the TLS handshake completes wait, unencrypted, and go out
+// once it does. The queue is unbounded: the caller bounds what it writes. Close discards what is
+// still queued and closes the socket without a TLS close_notify; the peer sees "connection closed
+// by the peer".
 //
 // Thread-safety: thread-safe (every Transport method may be called from any thread; Shutdown not
 // concurrently with the destructor).
@@ -73,13 +76,14 @@ struct TlsTransportOptions {
   // When nonzero, cert_file must name this node id, so a node does not start with another
   // node's certificate (or one that names no node). Zero: any certificate the CA signed.
   NodeId node = 0;
-  // Read buffer and socket buffer sizes, as for TcpTransport.
+  // Read buffer and socket buffer sizes and the pool that runs the I/O, as for TcpTransport.
   TcpTransportOptions tcp = {};
 };
 
-// Returns a transport whose connections are mutual TLS 1.3 over TCP, and starts its I/O thread.
-// Its events go to `system`, which must outlive Shutdown() (or the transport's destruction).
-// kInvalidArgument naming the option and the file when a file cannot be read or parsed
+// Returns a transport whose connections are mutual TLS 1.3 over TCP, run as MakeTcpTransport's
+// (`tcp.io_pool`'s workers or an I/O thread of its own). Its events go to `system`, which must
+// outlive Shutdown() (or the transport's destruction). kInvalidArgument as MakeTcpTransport's for
+// `tcp`, and naming the option and the file when a file cannot be read or parsed
 // ("cert_file: cannot read /x/y.pem: No such file or directory"), when key_file does not match
 // cert_file, and (with `node` set) when cert_file names no node or another node.
 absl::StatusOr<std::unique_ptr<Transport>> MakeTlsTransport(ActorSystem* system,

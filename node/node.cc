@@ -120,7 +120,7 @@ absl::Status Node::WaitForPeer(NodeId peer, absl::Duration timeout) {
         absl::StrCat("node ", id_, " cannot wait for node ", peer, ": ",
                      stopped_ ? "it is shutting down" : "it has no interconnect (no node table)"));
   }
-  return interconnect_->WaitForSession(peer, timeout);
+  return interconnect_->WaitForPeer(peer, timeout);
 }
 
 absl::Status Node::WaitForPeers(absl::Duration timeout) {
@@ -128,7 +128,7 @@ absl::Status Node::WaitForPeers(absl::Duration timeout) {
     return absl::FailedPreconditionError(
         absl::StrCat("node ", id_, " cannot wait for peers: it is shutting down"));
   }
-  return interconnect_ == nullptr ? absl::OkStatus() : interconnect_->WaitForMembers(timeout);
+  return interconnect_ == nullptr ? absl::OkStatus() : interconnect_->WaitForPeers(timeout);
 }
 
 Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {

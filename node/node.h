@@ -111,12 +111,12 @@ class Node {
   // -- peers ------------------------------------------------------------------------------------
 
   // Blocks until the session with node `peer` is up or `timeout` passes
-  // (Interconnect::WaitForSession: OK for this node, kNotFound for a node not in the table,
+  // (Interconnect::WaitForPeer: OK for this node, kNotFound for a node not in the table,
   // kDeadlineExceeded saying why). kFailedPrecondition for a node without an interconnect, or
   // after Shutdown began.
   absl::Status WaitForPeer(NodeId peer, absl::Duration timeout);
   // Blocks until sessions with every other member are up, one `timeout` for all
-  // (Interconnect::WaitForMembers). OK at once for a node without an interconnect.
+  // (Interconnect::WaitForPeers). OK at once for a node without an interconnect.
   absl::Status WaitForPeers(absl::Duration timeout);
 
   // -- stopping -----------------------------------------------------------------------------------

@@ -57,7 +57,7 @@
 #include "bench/alloc_counter.h"
 #include "bench/interconnect/session_bench.pb.h"
 #include "interconnect/interconnect.h"
-#include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 
 namespace troupe::interconnect {
 namespace {

@@ -22,7 +22,7 @@
 #include "actors/event.h"
 #include "interconnect/internal/wire.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 constexpr size_t kFramePayload = 64 << 10;
@@ -98,4 +98,4 @@ void BM_DecodeFrames(benchmark::State& state) {
 BENCHMARK(BM_DecodeFrames)->ArgName("body")->Arg(64)->Arg(65536);
 
 }  // namespace
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -8,7 +8,7 @@
 #include "asio/ip/address.hpp"
 #include "asio/socket_base.hpp"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 using asio::ip::tcp;
 
@@ -101,4 +101,4 @@ void ResolveEndpoints(asio::io_context& io, const std::string& host, uint16_t po
       });
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

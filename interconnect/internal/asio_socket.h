@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Socket set-up shared by the Asio transports (tcp_transport.cc, tls_transport.cc): the listening
-// socket, the endpoints to dial, buffer sizes, and how socket errors and addresses read in
-// statuses and log lines. Plain functions over Asio types; no state. And AsioPoller, which lets a
-// pool's workers run an io_context (actors/node_hooks.h, IoPoller).
+// Socket set-up of the Asio connection core (asio_connections.h, which TCP and TLS share): the
+// listening socket, the endpoints to dial, buffer sizes, and how socket errors and addresses read
+// in statuses and log lines. Plain functions over Asio types; no state. And AsioPoller, which lets
+// a pool's workers run an io_context (actors/node_hooks.h, IoPoller).
 //
 // Thread-safety: thread-compatible (each call touches only the socket it is given).
 #pragma once
@@ -24,7 +24,7 @@
 
 #include "actors/node_hooks.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 // Returns kUnavailable "<what>: <error message>".
 absl::Status SocketError(absl::string_view what, const std::error_code& error);
@@ -71,4 +71,4 @@ class AsioPoller final : public IoPoller {
   asio::io_context& io_;
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

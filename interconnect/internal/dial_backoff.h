@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 class DialBackoff {
  public:
@@ -118,4 +118,4 @@ class DialBackoff {
   bool ever_connected_ = false;
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

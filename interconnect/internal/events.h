@@ -24,7 +24,7 @@
 #include "interconnect/transport.h"
 #include "proto/interconnect.pb.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 enum InternalEventType : EventType {
   // The router queued events for the proxy (PeerChannel).
@@ -99,4 +99,4 @@ struct EvMembership final : EventLocal<EvMembership, kEvMembership> {
   bool member;
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -28,7 +28,7 @@
 #include "actors/event.h"
 #include "interconnect/transport.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 class HandoverGate {
  public:
@@ -78,4 +78,4 @@ inline std::unique_ptr<EventBase> TakeConnectionEvent(EventHandle& ev, Connectio
   return nullptr;
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

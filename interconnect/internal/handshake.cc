@@ -8,10 +8,7 @@
 
 #include "interconnect/internal/little_endian.h"
 
-namespace troupe::interconnect {
-
-using internal::Get32;
-using internal::Put32;
+namespace troupe::interconnect::internal {
 
 void AppendHandshake(const proto::Handshake& handshake, std::string* out) {
   const std::string body = handshake.SerializeAsString();
@@ -113,4 +110,4 @@ proto::Handshake MakeRefusal(const LocalIdentity& self, std::string_view reason)
   return refusal;
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -40,7 +40,7 @@
 #include "actors/actor_id.h"
 #include "proto/interconnect.pb.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 // 2: frames of wire version 2 (compact records, chunked large events; wire.h). A node of another
 // version is refused at the handshake, with both versions named, before any frame is read.
@@ -98,4 +98,4 @@ proto::Handshake MakeSessionHandshake(const LocalIdentity& self, NodeId peer,
 // Returns the answer that refuses a dialler's connection for `reason`.
 proto::Handshake MakeRefusal(const LocalIdentity& self, std::string_view reason);
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

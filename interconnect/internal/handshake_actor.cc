@@ -16,7 +16,7 @@
 #include "interconnect/internal/events.h"
 #include "interconnect/internal/handover.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 using Kind = EvHandshakeFailed::Kind;
@@ -244,7 +244,7 @@ class HandshakeActor final : public Actor {
   }
 
   // Incoming: tells the channel of the node the dialler claims to be why there is no session
-  // (WaitForSession says it); a node that is no member has no channel and is only logged.
+  // (WaitForPeer says it); a node that is no member has no channel and is only logged.
   void NoteRefusal(const std::string& from, const std::string& reason) {
     PeerChannel* channel = claimed_ != 0 && peers_ != nullptr ? peers_->Find(claimed_) : nullptr;
     if (channel != nullptr) {
@@ -399,4 +399,4 @@ std::unique_ptr<Actor> MakeIncomingHandshake(HandshakeSettings settings, Connect
                                           listener, std::move(peers));
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

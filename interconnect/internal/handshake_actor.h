@@ -21,7 +21,7 @@
 // dialling side. A transport that refuses the peer's credentials (EvConnectionDown with
 // kUnauthenticated: TLS) is a refusal too. An incoming refusal of a dialler that named itself a
 // member is also that member's channel's last failure (PeerChannel::NoteFailure), which
-// Interconnect::WaitForSession reports.
+// Interconnect::WaitForPeer reports.
 // A handshake not complete within its timeout fails (outgoing: also a connect that hangs).
 //
 // Thread-safety: actor-confined.
@@ -41,7 +41,7 @@
 #include "interconnect/transport.h"
 #include "proto/interconnect.pb.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 struct HandshakeSettings {
   LocalIdentity identity;
@@ -63,4 +63,4 @@ std::unique_ptr<Actor> MakeIncomingHandshake(HandshakeSettings settings, Connect
                                              std::string remote, const ActorId& listener,
                                              std::shared_ptr<PeerTable> peers);
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -9,7 +9,7 @@
 #include "interconnect/internal/events.h"
 #include "interconnect/internal/handover.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 class Listener final : public Actor {
@@ -84,4 +84,4 @@ std::unique_ptr<Actor> MakeListener(HandshakeSettings settings, std::shared_ptr<
   return std::make_unique<Listener>(std::move(settings), std::move(peers), handshakes);
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -15,10 +15,10 @@
 #include "interconnect/internal/handshake_actor.h"
 #include "interconnect/internal/peer_table.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 // `handshakes` says where handshake actors run (the listener's pool).
 std::unique_ptr<Actor> MakeListener(HandshakeSettings settings, std::shared_ptr<PeerTable> peers,
                                     RegisterOptions handshakes);
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -11,7 +11,7 @@
 #include "interconnect/internal/session_metrics.h"
 #include "interconnect/internal/stream.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 void PeerChannel::PublishMetrics(MetricsRegistry& registry) {
   const MetricLabels labels = {{"peer", absl::StrCat(node)}};
@@ -81,4 +81,4 @@ std::string NodeAt(NodeId node, const Transport& transport, ConnectionId connect
                          : absl::StrCat("node ", node, " at ", address);
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -35,7 +35,7 @@
 #include "interconnect/internal/stream.h"
 #include "interconnect/transport.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 // Counters of one peer's session, written by its proxy (relaxed: each is one independent number),
 // read through the node's metrics registry (one row each in session_metrics.h).
@@ -219,4 +219,4 @@ class PeerTable {
 // log lines name a peer.
 std::string NodeAt(NodeId node, const Transport& transport, ConnectionId connection);
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

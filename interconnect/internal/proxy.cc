@@ -21,7 +21,7 @@
 #include "interconnect/internal/session_subscribers.h"
 #include "interconnect/internal/wire.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 using Stats = SessionStats;
@@ -647,4 +647,4 @@ std::unique_ptr<Actor> MakeProxy(SessionSettings settings, std::shared_ptr<PeerC
   return std::make_unique<Proxy>(std::move(settings), std::move(channel));
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -44,7 +44,7 @@
 #include "interconnect/nameservice.h"
 #include "interconnect/transport.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 struct SessionSettings {
   LocalIdentity identity;
@@ -76,4 +76,4 @@ inline proto::Handshake MakeHandshake(const SessionSettings& settings, uint64_t 
 // The proxy of `channel`'s peer.
 std::unique_ptr<Actor> MakeProxy(SessionSettings settings, std::shared_ptr<PeerChannel> channel);
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

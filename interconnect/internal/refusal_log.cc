@@ -3,7 +3,7 @@
 
 #include <utility>
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 bool RefusalLog::Report(Direction direction, std::string_view remote, std::string_view reason) {
   counts_[static_cast<int>(direction)].fetch_add(1, std::memory_order_relaxed);
@@ -47,4 +47,4 @@ std::vector<MetricsRegistry::Registration> RefusalLog::PublishMetrics(
   return metrics;
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -29,7 +29,7 @@
 #include "actors/metrics.h"
 #include "actors/sync.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 class RefusalLog {
  public:
@@ -59,4 +59,4 @@ class RefusalLog {
   absl::flat_hash_map<std::string, std::string> last_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

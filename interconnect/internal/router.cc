@@ -10,7 +10,7 @@
 #include "interconnect/internal/events.h"
 #include "interconnect/internal/stream.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 // The runtime's own events that cross nodes to keep the Watch and Undelivered promises: charged
@@ -84,4 +84,4 @@ uint64_t Router::Close() {
   return reported;
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

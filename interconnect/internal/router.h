@@ -45,7 +45,7 @@
 #include "interconnect/internal/peer_table.h"
 #include "interconnect/nameservice.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 class Router final : public RemoteRouter {
  public:
@@ -74,4 +74,4 @@ class Router final : public RemoteRouter {
   std::atomic<bool> closed_{false};
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

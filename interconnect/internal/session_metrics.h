@@ -16,7 +16,7 @@
 #include "interconnect/interconnect.h"
 #include "interconnect/internal/peer_table.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 // Returns the atomic `channel.stats.*kStat` as a metric value.
 template <auto kStat>
@@ -85,4 +85,4 @@ inline constexpr auto kSessionMetrics = std::to_array<SessionMetric>({
      LoadRelaxed<&PeerChannel::held_bytes>, SetField<&SessionCounters::held_bytes>},
 });
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

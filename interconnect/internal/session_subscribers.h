@@ -15,7 +15,7 @@
 #include "actors/actor_system.h"
 #include "actors/session_events.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 class SessionSubscribers {
  public:
@@ -49,4 +49,4 @@ class SessionSubscribers {
   std::set<ActorId> subscribers_;
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -9,7 +9,7 @@
 
 #include "actors/check.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 // -- outbound -----------------------------------------------------------------------------------
 
@@ -261,4 +261,4 @@ absl::StatusOr<InboundStream::Verdict> InboundStream::Accept(uint64_t sequence) 
   return Verdict::kDeliver;
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

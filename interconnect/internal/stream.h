@@ -59,7 +59,7 @@
 #include "actors/metrics.h"
 #include "interconnect/internal/wire.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 struct StreamLimits {
   // Bytes of sent but unacknowledged frames above which Pack stops (default 16 MiB).
@@ -236,4 +236,4 @@ class InboundStream {
   uint64_t received_ = 0;
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -18,7 +18,7 @@
 
 #include "actors/log.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 // Returns the node id of a name "node<N>" (any case), nullopt for anything else. Leading zeros
@@ -225,4 +225,4 @@ std::string TlsReason(const std::error_code& error, const SSL* ssl) {
   return text;
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

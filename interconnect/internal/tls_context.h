@@ -23,7 +23,7 @@
 #include "actors/actor_id.h"
 #include "interconnect/tls_transport.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 // The reason given when a verified certificate names no node.
 inline constexpr absl::string_view kNoNodeReason =
@@ -48,4 +48,4 @@ bool IsTlsError(const std::error_code& error);
 // verify failed: certificate has expired"), or kNoNodeReason.
 std::string TlsReason(const std::error_code& error, const SSL* ssl);
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -14,14 +14,9 @@
 #include "actors/check.h"
 #include "interconnect/internal/little_endian.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 namespace {
-
-using internal::Get32;
-using internal::Get64;
-using internal::Put32;
-using internal::Put64;
 
 // Bits of a record's first byte.
 constexpr uint8_t kKindMask = 0x03;
@@ -577,4 +572,4 @@ absl::Status RecordDecoder::Decode(const Frame& frame,
   });
 }
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

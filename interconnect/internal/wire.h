@@ -80,7 +80,7 @@
 
 #include "actors/event.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 
 inline constexpr uint32_t kWireMagic = 0x46505254;  // "TRPF" read as little-endian
 inline constexpr uint8_t kWireVersion = 2;
@@ -254,4 +254,4 @@ class RecordDecoder {
   size_t filled_ = 0;
 };
 
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -27,6 +27,7 @@
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
 #include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 #include "interconnect/testing/pipe_network.h"
 #include "interconnect/tls_transport.h"
 #include "interconnect/transport.h"
@@ -98,6 +99,30 @@ TEST(InterconnectExamplesTest, StaticNameserviceTakesANodeWhileRunning) {
 
 // -- interconnect/tcp_transport.h -----------------------------------------------------------------
 
+// The example as a function's body: it listens, dials its own listener, writes and shuts down.
+absl::Status TcpRoundTrip(const std::unique_ptr<ActorSystem>& system, const ActorId& acceptor,
+                          const ActorId& owner, const std::string& frame) {
+  // clang-format off
+  // [doc-example: interconnect/tcp_transport.h]
+  absl::StatusOr<std::unique_ptr<Transport>> tcp = MakeTcpTransport(system.get());
+  if (!tcp.ok()) { return tcp.status(); }
+  absl::StatusOr<uint16_t> port = (*tcp)->Listen("127.0.0.1", 0, acceptor);
+  ConnectionId id = (*tcp)->Connect("127.0.0.1", *port, owner);  // owner gets EvConnectionUp
+  (*tcp)->Write(id, frame);
+  (*tcp)->Shutdown();  // before the ActorSystem goes away
+  // [end doc-example]
+  // clang-format on
+  if (!port.ok()) {
+    return port.status();
+  }
+  if (*port == 0) {
+    return absl::InternalError("port 0 listens on a free port and returns it");
+  }
+  // Shutdown closed everything: a later call is a no-op and reports nothing.
+  (*tcp)->Connect("127.0.0.1", *port, owner);
+  return absl::OkStatus();
+}
+
 TEST(InterconnectExamplesTest, TcpTransportConnectsToItsOwnListener) {
   absl::StatusOr<std::unique_ptr<ActorSystem>> created =
       ActorSystem::Create(proto::ActorSystemConfig());
@@ -108,20 +133,31 @@ TEST(InterconnectExamplesTest, TcpTransportConnectsToItsOwnListener) {
   ActorId acceptor = system->Register(std::make_unique<testing::Recorder<>>(&accepted));
   ActorId owner = system->Register(std::make_unique<testing::Recorder<>>(&dialled));
   const std::string frame = "not a frame: the transport carries bytes";
+  absl::Status status = TcpRoundTrip(system, acceptor, owner, frame);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_FALSE(dialled.WaitForType(kEvConnectionUp, 1, absl::Milliseconds(200)))
+      << "the connection was shut down before it could come up, and later calls are no-ops";
+}
+
+// -- interconnect/testing/free_ports.h ------------------------------------------------------------
+
+absl::Status PickTwoPorts() {
   // clang-format off
-  // [doc-example: interconnect/tcp_transport.h]
-  std::unique_ptr<Transport> tcp = MakeTcpTransport(system.get());
-  absl::StatusOr<uint16_t> port = tcp->Listen("127.0.0.1", 0, acceptor);
-  ConnectionId id = tcp->Connect("127.0.0.1", *port, owner);  // owner gets EvConnectionUp
-  tcp->Write(id, frame);
-  tcp->Shutdown();  // before the ActorSystem goes away
+  // [doc-example: interconnect/testing/free_ports.h]
+  absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(2);
+  if (!ports.ok()) { return ports.status(); }
+  // node 1 listens on 127.0.0.1:(*ports)[0], node 2 on 127.0.0.1:(*ports)[1]
   // [end doc-example]
   // clang-format on
-  ASSERT_TRUE(port.ok()) << port.status();
-  EXPECT_NE(*port, 0) << "port 0 listens on a free port and returns it";
-  // Shutdown closed everything: a later call is a no-op and reports nothing.
-  tcp->Connect("127.0.0.1", *port, owner);
-  EXPECT_FALSE(dialled.WaitForType(kEvConnectionUp, 1, absl::Milliseconds(200)));
+  if (ports->size() != 2 || (*ports)[0] == (*ports)[1]) {
+    return absl::InternalError("expected two distinct ports");
+  }
+  return absl::OkStatus();
+}
+
+TEST(InterconnectExamplesTest, FreeLoopbackPortsGivesDistinctPorts) {
+  absl::Status status = PickTwoPorts();
+  EXPECT_TRUE(status.ok()) << status;
 }
 
 // -- interconnect/tls_transport.h -----------------------------------------------------------------

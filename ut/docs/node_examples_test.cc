@@ -27,7 +27,7 @@
 #include "actors/testing/actors.h"
 #include "interconnect/config.h"
 #include "interconnect/interconnect.h"
-#include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 #include "node/config.h"
 #include "node/etcd_nameservice.h"
 #include "node/monitoring.h"

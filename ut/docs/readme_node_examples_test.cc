@@ -30,7 +30,7 @@
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
-#include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 #include "node/config.h"
 #include "node/node.h"
 #include "ut/actors/test_events.pb.h"

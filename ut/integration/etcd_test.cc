@@ -31,6 +31,7 @@
 #include "actors/actor_system.h"
 #include "actors/log.h"
 #include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 #include "node/etcd_nameservice.h"
 #include "node/internal/etcd_client.h"
 #include "node/node.h"

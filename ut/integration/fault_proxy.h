@@ -150,7 +150,9 @@ class FaultProxy {
     auto system = ActorSystem::Create(config);
     EXPECT_TRUE(system.ok()) << system.status();
     system_ = std::move(*system);
-    transport_ = interconnect::MakeTcpTransport(system_.get());
+    auto transport = interconnect::MakeTcpTransport(system_.get());
+    EXPECT_TRUE(transport.ok()) << transport.status();
+    transport_ = std::move(*transport);
     relay_ = system_->Register(std::make_unique<Relay>(transport_.get(), target, &state_));
     auto port = transport_->Listen("127.0.0.1", 0, relay_);
     EXPECT_TRUE(port.ok()) << port.status();

@@ -270,7 +270,8 @@ TEST(MonitoringTest, TheStatusPageShowsPoolsPeersAndEscapedWarnings) {
   EXPECT_EQ(page.body.find("<b>not markup</b>"), std::string::npos);
   // The proxy of node 2 is an actor class of this node: alive, so listed.
   EXPECT_NE(page.body.find("<h2>Busiest actor classes</h2>"), std::string::npos) << page.body;
-  EXPECT_NE(page.body.find("<td>troupe::interconnect::Proxy</td><td>1</td>"), std::string::npos)
+  EXPECT_NE(page.body.find("<td>troupe::interconnect::internal::Proxy</td><td>1</td>"),
+            std::string::npos)
       << page.body;
 
   proto::ActorSystemConfig alone;

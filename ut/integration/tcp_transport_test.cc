@@ -2,8 +2,8 @@
 //
 // The TCP transport on loopback, with a real ActorSystem: connect and accept, ordered and complete
 // bytes both ways (one writer, two concurrent writers), close, refused connects, taken ports,
-// SetOwner, Shutdown with connections open, writes after the peer left, IPv6; and the free ports
-// FreeLoopbackPorts picks for node tables.
+// SetOwner, Shutdown with connections open, writes after the peer left, IPv6, and the options
+// MakeTcpTransport refuses.
 //
 // Collector actors copy every transport event into an EventLog the test thread waits on; every
 // wait has a deadline. The "nothing arrives" checks wait kQuiet and expect silence.
@@ -39,6 +39,7 @@
 #include "actors/sync.h"
 #include "interconnect/transport.h"
 #include "proto/config.pb.h"
+#include "ut/integration/transport_util.h"
 
 namespace troupe::interconnect {
 namespace {
@@ -49,122 +50,8 @@ constexpr size_t kBulkBytes = size_t{2} << 20;
 constexpr size_t kBulkBytes = size_t{8} << 20;
 #endif
 
-// The longest any single wait may take (a passing test never gets close).
-constexpr absl::Duration kWait = absl::Seconds(10);
-// How long a "nothing more arrives" check listens.
+// How long a "nothing arrives" check listens.
 constexpr absl::Duration kQuiet = absl::Milliseconds(200);
-
-// What a Collector saw of one transport event.
-struct Seen {
-  EventType type = 0;
-  ConnectionId connection = 0;
-  bool incoming = false;
-  std::string bytes;
-  absl::Status reason;
-};
-
-// A thread-safe FIFO of Seen events.
-class EventLog {
- public:
-  void Add(Seen seen) ABSL_LOCKS_EXCLUDED(mu_) {
-    troupe::MutexLock lock(&mu_);
-    events_.push_back(std::move(seen));
-  }
-
-  // Pops the oldest event, waiting up to `timeout` for one.
-  std::optional<Seen> Next(absl::Duration timeout = kWait) ABSL_LOCKS_EXCLUDED(mu_) {
-    troupe::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !events_.empty(); };
-    if (!mu_.AwaitWithDeadline(absl::Condition(&ready), absl::Now() + timeout)) {
-      return std::nullopt;
-    }
-    Seen seen = std::move(events_.front());
-    events_.pop_front();
-    return seen;
-  }
-
- private:
-  troupe::Mutex mu_;
-  std::deque<Seen> events_ ABSL_GUARDED_BY(mu_);
-};
-
-// Copies every transport event it receives into an EventLog.
-class Collector : public Actor {
- public:
-  explicit Collector(EventLog* log) : Actor(&Collector::StateWork), log_(log) {}
-
- private:
-  TROUPE_STATE(StateWork) {
-    Seen seen;
-    seen.type = ev->type();
-    if (auto* up = ev->Get<EvConnectionUp>()) {
-      seen.connection = up->connection;
-      seen.incoming = up->incoming;
-    } else if (auto* bytes = ev->Get<EvBytesReceived>()) {
-      seen.connection = bytes->connection;
-      seen.bytes = std::move(bytes->bytes);
-    } else if (auto* down = ev->Get<EvConnectionDown>()) {
-      seen.connection = down->connection;
-      seen.reason = down->reason;
-    } else {
-      Unhandled(ev);
-      return;
-    }
-    log_->Add(std::move(seen));
-  }
-
-  EventLog* log_;
-};
-
-// Returns the next event of `log`, failing the test unless it is of `type`.
-Seen Expect(EventLog& log, EventType type) {
-  std::optional<Seen> seen = log.Next();
-  if (!seen) {
-    ADD_FAILURE() << "no event of type " << type << " within " << kWait;
-    return {};
-  }
-  EXPECT_EQ(seen->type, type) << "connection " << seen->connection << " " << seen->reason;
-  return *std::move(seen);
-}
-
-// Reads `size` bytes per connection from `log` (EvBytesReceived only); returns them by connection
-// in the order of `connections`. Stops early when no bytes arrive for kWait.
-std::vector<std::string> ReadBytes(EventLog& log, const std::vector<ConnectionId>& connections,
-                                   size_t size) {
-  std::vector<std::string> got(connections.size());
-  std::vector<bool> complete(connections.size(), false);
-  size_t done = 0;
-  while (done < connections.size()) {
-    std::optional<Seen> seen = log.Next();
-    if (!seen) {
-      ADD_FAILURE() << "bytes stopped arriving";
-      break;
-    }
-    if (seen->type != kEvBytesReceived) {
-      ADD_FAILURE() << "unexpected event " << seen->type << " on " << seen->connection << ": "
-                    << seen->reason;
-      break;
-    }
-    bool known = false;
-    for (size_t i = 0; i < connections.size(); ++i) {
-      if (connections[i] == seen->connection) {
-        known = true;
-        got[i] += seen->bytes;
-        EXPECT_LE(got[i].size(), size);
-        if (!complete[i] && got[i].size() >= size) {
-          complete[i] = true;
-          ++done;
-        }
-      }
-    }
-    EXPECT_TRUE(known) << "bytes for connection " << seen->connection;
-  }
-  return got;
-}
-
-std::string ReadBytes(EventLog& log, ConnectionId connection, size_t size) {
-  return ReadBytes(log, std::vector<ConnectionId>{connection}, size)[0];
-}
 
 // Returns `size` pseudo-random bytes.
 std::string RandomBytes(size_t size, uint64_t seed) {
@@ -200,17 +87,24 @@ class TcpTransportTest : public ::testing::Test {
         ActorSystem::Create(proto::ActorSystemConfig());
     ASSERT_TRUE(system.ok()) << system.status();
     system_ = std::move(*system);
-    server_transport_ = MakeTcpTransport(system_.get());
-    client_transport_ = MakeTcpTransport(system_.get());
+    absl::StatusOr<std::unique_ptr<Transport>> server = MakeTcpTransport(system_.get());
+    absl::StatusOr<std::unique_ptr<Transport>> client = MakeTcpTransport(system_.get());
+    ASSERT_TRUE(server.ok()) << server.status();
+    ASSERT_TRUE(client.ok()) << client.status();
+    server_transport_ = std::move(*server);
+    client_transport_ = std::move(*client);
     server_ = system_->Register(std::make_unique<Collector>(&server_log_));
     client_ = system_->Register(std::make_unique<Collector>(&client_log_));
     other_ = system_->Register(std::make_unique<Collector>(&other_log_));
   }
 
   void TearDown() override {
+    for (std::unique_ptr<Transport>* transport : {&client_transport_, &server_transport_}) {
+      if (*transport != nullptr) {
+        (*transport)->Shutdown();
+      }
+    }
     if (system_ != nullptr) {
-      client_transport_->Shutdown();
-      server_transport_->Shutdown();
       system_->Stop();
     }
   }
@@ -304,58 +198,7 @@ TEST_F(TcpTransportTest, KeepsOrderWithConcurrentWritersOnTwoConnections) {
 
 TEST_F(TcpTransportTest, KeepsEachWriteWholeWithConcurrentWritersOnOneConnection) {
   const Pair pair = Connect();
-  constexpr int kWriters = 4;
-  constexpr uint32_t kRecords = 3000;
-  // A record: writer (1 byte), sequence (4 bytes, little-endian), length (2 bytes), then `length`
-  // copies of writer + sequence.
-  auto record = [](uint8_t writer, uint32_t seq, uint16_t length) {
-    std::string r;
-    r.push_back(static_cast<char>(writer));
-    for (int shift = 0; shift < 32; shift += 8) {
-      r.push_back(static_cast<char>((seq >> shift) & 0xff));
-    }
-    r.push_back(static_cast<char>(length & 0xff));
-    r.push_back(static_cast<char>(length >> 8));
-    r.append(length, static_cast<char>((writer + seq) & 0xff));
-    return r;
-  };
-  size_t total = 0;
-  std::vector<std::vector<std::string>> records(kWriters);
-  std::mt19937_64 rng(31);
-  std::uniform_int_distribution<uint16_t> length(0, 2000);
-  for (int w = 0; w < kWriters; ++w) {
-    for (uint32_t seq = 0; seq < kRecords; ++seq) {
-      records[w].push_back(record(static_cast<uint8_t>(w), seq, length(rng)));
-      total += records[w].back().size();
-    }
-  }
-  std::vector<std::thread> writers;
-  writers.reserve(kWriters);
-  for (int w = 0; w < kWriters; ++w) {
-    writers.emplace_back([&, w] {
-      for (const std::string& r : records[w]) {
-        client_transport_->Write(pair.client, r);
-      }
-    });
-  }
-  for (std::thread& writer : writers) {
-    writer.join();
-  }
-  const std::string got = ReadBytes(server_log_, pair.server, total);
-  ASSERT_EQ(got.size(), total);
-  std::vector<uint32_t> next(kWriters, 0);
-  for (size_t at = 0; at < got.size();) {
-    const auto writer = static_cast<uint8_t>(got[at]);
-    ASSERT_LT(writer, kWriters) << "at byte " << at;
-    const std::string& expected = records[writer][next[writer]];
-    ASSERT_EQ(got.compare(at, expected.size(), expected), 0)
-        << "writer " << int{writer} << " record " << next[writer] << " at byte " << at;
-    at += expected.size();
-    ++next[writer];
-  }
-  for (int w = 0; w < kWriters; ++w) {
-    EXPECT_EQ(next[w], kRecords);
-  }
+  ExpectWholeWritesFromConcurrentWriters(*client_transport_, pair.client, server_log_, pair.server);
 }
 
 TEST_F(TcpTransportTest, SendsWhatWasWrittenBeforeTheConnectionWasUp) {
@@ -384,10 +227,11 @@ TEST_F(TcpTransportTest, CloseTellsOnlyThePeer) {
 
 TEST_F(TcpTransportTest, ConnectWithoutListenerReportsDown) {
   // A port that was just free: listen on it with a transport, then shut that transport down.
-  std::unique_ptr<Transport> gone = MakeTcpTransport(system_.get());
-  absl::StatusOr<uint16_t> port = gone->Listen("127.0.0.1", 0, other_);
+  absl::StatusOr<std::unique_ptr<Transport>> gone = MakeTcpTransport(system_.get());
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  absl::StatusOr<uint16_t> port = (*gone)->Listen("127.0.0.1", 0, other_);
   ASSERT_TRUE(port.ok()) << port.status();
-  gone->Shutdown();
+  (*gone)->Shutdown();
   const ConnectionId id = client_transport_->Connect("127.0.0.1", *port, client_);
   const Seen down = Expect(client_log_, kEvConnectionDown);
   EXPECT_EQ(down.connection, id);
@@ -491,6 +335,18 @@ TEST_F(TcpTransportTest, ConnectsByHostName) {
   EXPECT_EQ(ReadBytes(server_log_, pair.server, 5), "named");
 }
 
+TEST_F(TcpTransportTest, RefusesOptionsItCannotHonour) {
+  absl::StatusOr<std::unique_ptr<Transport>> no_pool =
+      MakeTcpTransport(system_.get(), {.io_pool = "NoSuchPool"});
+  EXPECT_EQ(no_pool.status().code(), absl::StatusCode::kInvalidArgument) << no_pool.status();
+  EXPECT_TRUE(absl::StrContains(no_pool.status().message(), "io_pool")) << no_pool.status();
+  absl::StatusOr<std::unique_ptr<Transport>> negative =
+      MakeTcpTransport(system_.get(), {.socket_buffer_bytes = -1});
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument) << negative.status();
+  EXPECT_TRUE(absl::StrContains(negative.status().message(), "socket_buffer_bytes"))
+      << negative.status();
+}
+
 TEST_F(TcpTransportTest, WorksOverIpv6Loopback) {
   absl::StatusOr<uint16_t> port = server_transport_->Listen("::1", 0, server_);
   if (!port.ok()) {
@@ -502,43 +358,6 @@ TEST_F(TcpTransportTest, WorksOverIpv6Loopback) {
   EXPECT_EQ(ReadBytes(server_log_, pair.server, 3), "six");
   server_transport_->Write(pair.server, "vier");
   EXPECT_EQ(ReadBytes(client_log_, pair.client, 4), "vier");
-}
-
-// A node table's ports come from below the kernel's own range, where no other process's bind to
-// port 0 or outgoing connection takes one before its node binds it (a test cluster once lost its
-// port so to a test running beside it), and each is free.
-TEST(FreeLoopbackPortsTest, AreDistinctFreeAndBelowTheKernelsOwnRange) {
-  constexpr size_t kCount = 8;
-  uint32_t kernel_low = 32768;
-  uint32_t kernel_high = 60999;
-  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
-  range >> kernel_low >> kernel_high;
-  absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(kCount);
-  ASSERT_TRUE(ports.ok()) << ports.status();
-  ASSERT_EQ(ports->size(), kCount);
-  std::vector<uint16_t> sorted = *ports;
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a port twice";
-  std::vector<int> fds;
-  for (const uint16_t port : *ports) {
-    if (kernel_low >= 10000 + 16 * kCount) {
-      EXPECT_GE(port, 10000);
-      EXPECT_LT(port, kernel_low) << "inside the kernel's range " << kernel_low << "-"
-                                  << kernel_high;
-    }
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_GE(fd, 0);
-    fds.push_back(fd);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(port);
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0)
-        << "port " << port << " is not free";
-  }
-  for (const int fd : fds) {
-    ::close(fd);
-  }
 }
 
 }  // namespace

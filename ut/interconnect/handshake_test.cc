@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 LocalIdentity Self() {
@@ -109,4 +109,4 @@ TEST(HandshakeTest, RefusesWrongVersionClusterOrNodes) {
 }
 
 }  // namespace
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

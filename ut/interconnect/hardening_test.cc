@@ -173,7 +173,7 @@ TEST(HardeningTest, AnUnauthenticatedIncomingConnectionIsNamedByItsAddress) {
 
 // Nodes of different clusters: the node that refuses the dialler says so when asked why there is
 // no session, naming the refusal (not "it has not dialled").
-TEST(HardeningTest, WaitForSessionNamesAnIncomingRefusal) {
+TEST(HardeningTest, WaitForPeerNamesAnIncomingRefusal) {
   CapturingLogSink sink;
   PipeCluster cluster(2, 1, nullptr, absl::Microseconds(50), {},
                       [](NodeId node, proto::InterconnectConfig& ic) {
@@ -182,7 +182,7 @@ TEST(HardeningTest, WaitForSessionNamesAnIncomingRefusal) {
   TestRuntime& rt = *cluster.runtime;
   rt.AdvanceTime(absl::Seconds(2));
   ASSERT_GE(Refusals(rt, 2, "incoming"), 1);
-  const absl::Status status = cluster.ics[2]->WaitForSession(1, absl::ZeroDuration());
+  const absl::Status status = cluster.ics[2]->WaitForPeer(1, absl::ZeroDuration());
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
   EXPECT_TRUE(absl::StrContains(status.message(), "node 1 dialled this node from pipe-from-node1:"))
       << status;
@@ -191,7 +191,7 @@ TEST(HardeningTest, WaitForSessionNamesAnIncomingRefusal) {
       "and was refused: node 1 belongs to cluster \"blue\"; this node belongs to \"green\" at "))
       << status;
   // The dialler names the refusal it was told.
-  const absl::Status dialler = cluster.ics[1]->WaitForSession(2, absl::ZeroDuration());
+  const absl::Status dialler = cluster.ics[1]->WaitForPeer(2, absl::ZeroDuration());
   EXPECT_TRUE(absl::StrContains(dialler.message(), "it refused the connection: node 1 belongs"))
       << dialler;
 }

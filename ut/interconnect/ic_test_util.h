@@ -26,7 +26,7 @@
 #include "actors/event.h"
 #include "actors/sync.h"
 #include "actors/testing/actors.h"
-#include "interconnect/tcp_transport.h"
+#include "interconnect/testing/free_ports.h"
 #include "proto/config.pb.h"
 #include "ut/actors/test_events.pb.h"
 

@@ -17,7 +17,7 @@
 #include "actors/event.h"
 #include "interconnect/internal/peer_table.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 constexpr EventType kTestType = 0x7e57;
@@ -97,4 +97,4 @@ TEST(PeerChannelTest, ADrainWithNothingQueuedLeavesTheNextPushToKick) {
 }
 
 }  // namespace
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

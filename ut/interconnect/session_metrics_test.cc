@@ -22,7 +22,7 @@
 #include "interconnect/internal/peer_table.h"
 #include "ut/interconnect/pipe_cluster.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 TEST(SessionMetricsTest, ARunningNodeRegistersEveryRowAndNoSessionMetricWithoutOne) {
@@ -155,4 +155,4 @@ TEST(SessionMetricsTest, EachCounterOfAChannelReachesItsFieldOfSessionCounters) 
 }
 
 }  // namespace
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -28,6 +28,8 @@
 namespace troupe::interconnect {
 namespace {
 
+using internal::HeldCharge;
+
 using testing::TestRuntime;
 using testing::TestRuntimeOptions;
 using testutil::EvIcData;

@@ -15,7 +15,7 @@
 #include "actors/event.h"
 #include "interconnect/internal/wire.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 constexpr EventType kEvData = EventSpaceBegin(kUserEventSpace + 5);
@@ -371,4 +371,4 @@ TEST(StreamTest, NoLossNoDuplicateAcrossRandomDisconnects) {
 }
 
 }  // namespace
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

@@ -16,6 +16,10 @@
 namespace troupe::interconnect {
 namespace {
 
+using internal::AppendControlFrame;
+using internal::Frame;
+using internal::FrameDecoder;
+
 using testing::TestRuntime;
 
 struct Pair {

@@ -20,7 +20,7 @@
 #include "actors/events.h"
 #include "ut/actors/test_events.pb.h"
 
-namespace troupe::interconnect {
+namespace troupe::interconnect::internal {
 namespace {
 
 enum : EventType { kEvWire = EventSpaceBegin(kUserEventSpace + 4) };
@@ -439,4 +439,4 @@ TEST(WireTest, SurvivesRandomBytes) {
 }
 
 }  // namespace
-}  // namespace troupe::interconnect
+}  // namespace troupe::interconnect::internal

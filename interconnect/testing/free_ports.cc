@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//
-// FreeLoopbackPorts (declared in tcp_transport.h): free loopback ports for node tables.
+#include "interconnect/testing/free_ports.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,8 +17,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-
-#include "interconnect/tcp_transport.h"
 
 namespace troupe::interconnect {
 
