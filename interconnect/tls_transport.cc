@@ -33,7 +33,7 @@ using internal::MakeTlsContext;
 using internal::TlsReason;
 
 // The largest plaintext of one TLS record: what one SSL_read_ex can return.
-constexpr size_t kRecordSize = 16 * 1024;
+constexpr size_t kRecordSize = size_t{16} * 1024;
 
 // One connection's TLS: an SSL object whose input and output are memory BIOs, so OpenSSL never
 // touches the socket. The connection core moves the ciphertext and calls every method under the
