@@ -4,6 +4,9 @@
 # build (STYLE.md: headers must compile alone).
 function(troupe_check_headers)
   cmake_parse_arguments(ARG "" "TARGET" "DEPS;HEADERS" ${ARGN})
+  if(NOT TROUPE_CHECK_HEADERS)
+    return()
+  endif()
   set(sources)
   foreach(header ${ARG_HEADERS})
     string(MAKE_C_IDENTIFIER "${header}" id)
@@ -13,4 +16,7 @@ function(troupe_check_headers)
   endforeach()
   add_library(${ARG_TARGET} OBJECT ${sources})
   target_link_libraries(${ARG_TARGET} PRIVATE ${ARG_DEPS} troupe::internal)
+  # One header a translation unit, even in a unity build: batched, a header missing an include
+  # would borrow it from the one before.
+  set_target_properties(${ARG_TARGET} PROPERTIES UNITY_BUILD OFF)
 endfunction()

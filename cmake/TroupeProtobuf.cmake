@@ -53,5 +53,8 @@ function(troupe_protobuf_library)
   target_include_directories(${ARG_NAME} PUBLIC $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>)
   target_link_libraries(${ARG_NAME} PUBLIC protobuf::libprotobuf ${ARG_DEPS})
   target_compile_features(${ARG_NAME} PUBLIC cxx_std_20)
+  # Never batched into a unity build: every generated .pb.cc defines file-static tables of the same
+  # names (schemas, file_default_instances).
+  set_target_properties(${ARG_NAME} PROPERTIES UNITY_BUILD OFF)
   set(${ARG_NAME}_HEADERS ${headers} PARENT_SCOPE)
 endfunction()

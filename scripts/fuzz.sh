@@ -60,6 +60,7 @@ echo "=== fuzz: configure and build $build (clang, libFuzzer, ASan+UBSan)"
 (
   flock 9
   cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DTROUPE_UNITY_BUILD=ON \
     -DTROUPE_FUZZ=ON -DTROUPE_BUILD_TESTS=OFF -DTROUPE_BUILD_BENCHMARKS=OFF \
     -DTROUPE_BUILD_EXAMPLES=OFF -DTROUPE_WERROR=ON >/dev/null
   cmake --build "$build" -j2 --target "${targets[@]}"

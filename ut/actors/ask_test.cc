@@ -105,10 +105,10 @@ class Asker final : public Actor {
   uint64_t asked_ = 0;
 };
 
-TestRuntime OneNode() { return TestRuntime({.config = testutil::SmallConfig()}); }
+TestRuntime OneNodeRuntime() { return TestRuntime({.config = testutil::SmallConfig()}); }
 
 TEST(AskTest, AReplyReachesTheContinuationMatchedByTheFramework) {
-  TestRuntime runtime = OneNode();
+  TestRuntime runtime = OneNodeRuntime();
   Seen seen;
   const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kAnswer));
   const ActorId asker = runtime.Register(std::make_unique<Asker>(replier, absl::Seconds(1), &seen));
@@ -151,7 +151,7 @@ class Keeper final : public Actor {
 };
 
 TEST(AskTest, TheReplyIsTheAskersToKeepAfterTheContinuation) {
-  TestRuntime runtime = OneNode();
+  TestRuntime runtime = OneNodeRuntime();
   Seen seen;
   const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kAnswer));
   const ActorId keeper = runtime.Register(std::make_unique<Keeper>(replier, &seen));
@@ -163,7 +163,7 @@ TEST(AskTest, TheReplyIsTheAskersToKeepAfterTheContinuation) {
 }
 
 TEST(AskTest, NoReplyInTimeIsDeadlineExceededAndTheLateReplyIsDropped) {
-  TestRuntime runtime = OneNode();
+  TestRuntime runtime = OneNodeRuntime();
   Seen seen;
   const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kSilent));
   const ActorId asker =
@@ -182,7 +182,7 @@ TEST(AskTest, NoReplyInTimeIsDeadlineExceededAndTheLateReplyIsDropped) {
 }
 
 TEST(AskTest, AReplyOfAnotherTypeIsAnError) {
-  TestRuntime runtime = OneNode();
+  TestRuntime runtime = OneNodeRuntime();
   Seen seen;
   const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kWrongType));
   const ActorId asker = runtime.Register(std::make_unique<Asker>(replier, absl::Seconds(1), &seen));
@@ -194,7 +194,7 @@ TEST(AskTest, AReplyOfAnotherTypeIsAnError) {
 }
 
 TEST(AskTest, AnUndeliveredRequestIsUnavailableNamingTheReason) {
-  TestRuntime runtime = OneNode();
+  TestRuntime runtime = OneNodeRuntime();
   Seen seen;
   const ActorId nobody(1, 0, 123456789, 0);
   const ActorId asker = runtime.Register(std::make_unique<Asker>(nobody, absl::Seconds(1), &seen));
@@ -206,7 +206,7 @@ TEST(AskTest, AnUndeliveredRequestIsUnavailableNamingTheReason) {
 }
 
 TEST(AskTest, OtherEventsAreHandledWhileAnAskWaitsAndTheContinuationRunsInOrder) {
-  TestRuntime runtime = OneNode();
+  TestRuntime runtime = OneNodeRuntime();
   Seen seen;
   const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kSilent));
   const ActorId asker =
@@ -221,7 +221,7 @@ TEST(AskTest, OtherEventsAreHandledWhileAnAskWaitsAndTheContinuationRunsInOrder)
 }
 
 TEST(AskTest, ASuspendedActorRunsNoContinuationUntilResumed) {
-  TestRuntime runtime = OneNode();
+  TestRuntime runtime = OneNodeRuntime();
   Seen seen;
   const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kAnswer));
   const ActorId asker = runtime.Register(std::make_unique<Asker>(replier, absl::Seconds(1), &seen));
@@ -239,7 +239,7 @@ TEST(AskTest, ASuspendedActorRunsNoContinuationUntilResumed) {
 }
 
 TEST(AskTest, AnActorThatEndsWithAsksPendingLeavesNothingBehind) {
-  TestRuntime runtime = OneNode();
+  TestRuntime runtime = OneNodeRuntime();
   Seen seen;
   const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kSilent));
   const ActorId asker = runtime.Register(std::make_unique<Asker>(replier, absl::Seconds(1), &seen));
@@ -280,7 +280,7 @@ class Relay final : public Actor {
 };
 
 TEST(AskTest, AnActorWithAsksOfItsOwnStillGetsTheRequestsOthersAskIt) {
-  TestRuntime runtime = OneNode();
+  TestRuntime runtime = OneNodeRuntime();
   Seen seen;
   const ActorId replier = runtime.Register(std::make_unique<Replier>(Replier::Mode::kAnswer));
   const ActorId relay = runtime.Register(std::make_unique<Relay>(replier));

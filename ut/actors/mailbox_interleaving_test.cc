@@ -34,9 +34,9 @@ namespace {
 
 using internal::Mailbox;
 
-constexpr MailboxKind kKinds[] = {MailboxKind::kLockFree, MailboxKind::kSimple,
-                                  MailboxKind::kRevolving, MailboxKind::kHTSwap,
-                                  MailboxKind::kPriority};
+constexpr MailboxKind kInterleavedKinds[] = {MailboxKind::kLockFree, MailboxKind::kSimple,
+                                             MailboxKind::kRevolving, MailboxKind::kHTSwap,
+                                             MailboxKind::kPriority};
 
 std::string KindName(const ::testing::TestParamInfo<MailboxKind>& info) {
   return std::string(MailboxKindName(info.param));
@@ -214,8 +214,8 @@ std::string PlayOnce(MailboxKind kind, const Scenario& scenario, Chooser& choose
 
 class ActivationInterleavingTest : public ::testing::TestWithParam<MailboxKind> {};
 
-INSTANTIATE_TEST_SUITE_P(AllKinds, ActivationInterleavingTest, ::testing::ValuesIn(kKinds),
-                         KindName);
+INSTANTIATE_TEST_SUITE_P(AllKinds, ActivationInterleavingTest,
+                         ::testing::ValuesIn(kInterleavedKinds), KindName);
 
 // Plays every interleaving of `scenario`; returns how many there were (0 after a failure).
 uint64_t ExploreAll(MailboxKind kind, const Scenario& scenario) {
@@ -262,10 +262,10 @@ TEST_P(ActivationInterleavingTest, SeededRandomInterleavingsOfLargerScenarios) {
 // -- 2. the deterministic test runtime ----------------------------------------------------------
 
 // Records, per sender, the EvValue numbers it gets; counts them.
-class OrderChecker : public Actor {
+class InterleavingChecker : public Actor {
  public:
-  OrderChecker(int64_t* received, int64_t* errors)
-      : Actor(&OrderChecker::StateWork), received_(received), errors_(errors) {}
+  InterleavingChecker(int64_t* received, int64_t* errors)
+      : Actor(&InterleavingChecker::StateWork), received_(received), errors_(errors) {}
 
  private:
   TROUPE_STATE(StateWork) {
@@ -322,8 +322,8 @@ class BurstSender : public Actor {
 
 class MailboxKindSimulationTest : public ::testing::TestWithParam<MailboxKind> {};
 
-INSTANTIATE_TEST_SUITE_P(AllKinds, MailboxKindSimulationTest, ::testing::ValuesIn(kKinds),
-                         KindName);
+INSTANTIATE_TEST_SUITE_P(AllKinds, MailboxKindSimulationTest,
+                         ::testing::ValuesIn(kInterleavedKinds), KindName);
 
 TEST_P(MailboxKindSimulationTest, SendersInterleaveWithoutLossOrReorderingUnderManySeeds) {
   constexpr int kSenders = 5;
@@ -337,7 +337,7 @@ TEST_P(MailboxKindSimulationTest, SendersInterleaveWithoutLossOrReorderingUnderM
     RegisterOptions kind;
     kind.mailbox = GetParam();
     const ActorId checker =
-        runtime.Register(std::make_unique<OrderChecker>(&received, &errors), 1, kind);
+        runtime.Register(std::make_unique<InterleavingChecker>(&received, &errors), 1, kind);
     for (int s = 0; s < kSenders; ++s) {
       // The senders use the kind under test too, so its activation runs on both sides.
       runtime.Register(

@@ -197,15 +197,15 @@ TEST_P(MailboxKindSystemTest, SeveralActorsShareOneMailbox) {
 // Registers a Recorder (on the kind under test) for each EvValue{i} into `inboxes[i]` and
 // publishes its id in `ids[i]`. Running on the worker that freed a mailbox, it gets that worker's
 // cached free hints (MailboxTable::HintCache), as a spawning actor would.
-class Spawner : public Actor {
+class KindSpawner : public Actor {
  public:
   struct Shared {
     std::vector<std::unique_ptr<Inbox>> inboxes;
     troupe::Mutex mu;
     std::vector<ActorId> ids ABSL_GUARDED_BY(mu);
   };
-  Spawner(Shared* shared, RegisterOptions options)
-      : Actor(&Spawner::StateWork), shared_(shared), options_(options) {}
+  KindSpawner(Shared* shared, RegisterOptions options)
+      : Actor(&KindSpawner::StateWork), shared_(shared), options_(options) {}
 
  private:
   TROUPE_STATE(StateWork) {
@@ -233,7 +233,7 @@ TEST_P(MailboxKindSystemTest, FreedMailboxNeverDeliversToALaterActor) {
   Inbox sender_inbox;
   const ActorId sender = system->Register(std::make_unique<Recorder>(&sender_inbox));
   constexpr size_t kMaxCandidates = 2000;
-  Spawner::Shared shared;
+  KindSpawner::Shared shared;
   for (size_t i = 0; i < kMaxCandidates; ++i) {
     shared.inboxes.push_back(std::make_unique<Inbox>());
   }
@@ -241,7 +241,7 @@ TEST_P(MailboxKindSystemTest, FreedMailboxNeverDeliversToALaterActor) {
     troupe::MutexLock lock(&shared.mu);
     shared.ids.resize(kMaxCandidates);
   }
-  const ActorId spawner = system->Register(std::make_unique<Spawner>(&shared, Options()));
+  const ActorId spawner = system->Register(std::make_unique<KindSpawner>(&shared, Options()));
   // Kill the first actor, then spawn until a new actor lands on its mailbox (the freed mailbox
   // may still be finishing its last activation, so the first tries can get another one).
   troupe::Notification dead_destroyed;

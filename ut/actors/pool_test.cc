@@ -59,10 +59,10 @@ class Blocker : public Actor {
 };
 
 // Registers kWorkers blockers from one handler: they are published to the pool as one batch.
-class Spawner : public Actor {
+class PoolSpawner : public Actor {
  public:
-  Spawner(Rendezvous* rendezvous, uint32_t pool)
-      : Actor(&Spawner::StateWork), rendezvous_(rendezvous), pool_(pool) {}
+  PoolSpawner(Rendezvous* rendezvous, uint32_t pool)
+      : Actor(&PoolSpawner::StateWork), rendezvous_(rendezvous), pool_(pool) {}
 
  private:
   TROUPE_STATE(StateWork) {
@@ -102,7 +102,8 @@ TEST(PoolTest, BatchPublishWakesEveryParkedWorker) {
   Rendezvous rendezvous;
   RegisterOptions options;
   options.pool = *pool;
-  const ActorId spawner = system->Register(std::make_unique<Spawner>(&rendezvous, *pool), options);
+  const ActorId spawner =
+      system->Register(std::make_unique<PoolSpawner>(&rendezvous, *pool), options);
   system->Send(spawner, std::make_unique<EvKick>());
 
   ASSERT_TRUE(WaitUntil([&] {

@@ -54,7 +54,7 @@ constexpr absl::Duration kOtherDelay = absl::Milliseconds(60);
 constexpr absl::Duration kSelfDelay = absl::Milliseconds(80);
 
 // One node configured like the real-thread tests' nodes.
-TestRuntimeOptions OneNode() { return {.config = testutil::SmallConfig()}; }
+TestRuntimeOptions SmallNode() { return {.config = testutil::SmallConfig()}; }
 
 // What a Delayer scheduled and received; `fired[i].at` is the node's clock (Actor::Now) when it
 // handled the event.
@@ -91,7 +91,7 @@ class Delayer : public Actor {
 };
 
 TEST(SchedulerTest, ActorScheduleFiresAtExactlyItsDelay) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SmallNode());
   const absl::Time start = runtime.Now();
   ScheduleLog log;
   const ActorId other = runtime.AllocateEdgeActor();
@@ -145,7 +145,7 @@ TEST(SchedulerTest, ActorScheduleFiresAtExactlyItsDelay) {
 }
 
 TEST(SchedulerTest, SystemScheduleFiresInDeadlineOrderAtExactlyItsDelay) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SmallNode());
   const absl::Time start = runtime.Now();
   const ActorId edge = runtime.AllocateEdgeActor();
   const int delays_ms[] = {80, 20, 60, 40, 0};
@@ -179,7 +179,7 @@ TEST(SchedulerTest, SystemScheduleFiresInDeadlineOrderAtExactlyItsDelay) {
 // -- cancellation -------------------------------------------------------------------------------
 
 TEST(SchedulerTest, CancelledTimerNeverFires) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SmallNode());
   const absl::Time start = runtime.Now();
   ActorSystem& system = runtime.node();
   const ActorId edge = runtime.AllocateEdgeActor();
@@ -235,7 +235,7 @@ class Canceller : public Actor {
 };
 
 TEST(SchedulerTest, ActorCancelledWakeupNeverFires) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SmallNode());
   const absl::Time start = runtime.Now();
   bool cancel_result = false;
   std::vector<std::pair<uint64_t, absl::Time>> wakeups;
@@ -248,7 +248,7 @@ TEST(SchedulerTest, ActorCancelledWakeupNeverFires) {
 }
 
 TEST(SchedulerTest, CancelJustBeforeDeadlinePreventsDelivery) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SmallNode());
   const absl::Time start = runtime.Now();
   const ActorId edge = runtime.AllocateEdgeActor();
   TimerCookie cookie = runtime.node().Schedule(absl::Milliseconds(5), ValueTo(edge, 1));
@@ -261,7 +261,7 @@ TEST(SchedulerTest, CancelJustBeforeDeadlinePreventsDelivery) {
 }
 
 TEST(SchedulerTest, CancelAfterFireReturnsFalse) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SmallNode());
   const ActorId edge = runtime.AllocateEdgeActor();
   TimerCookie cookie = runtime.node().Schedule(absl::Milliseconds(5), ValueTo(edge, 1));
   ASSERT_TRUE(runtime.AdvanceTime(absl::Milliseconds(5)));
@@ -284,7 +284,7 @@ TEST(SchedulerTest, DefaultCookieRefersToNothing) {
 using testutil::Mortal;
 
 TEST(SchedulerTest, ScheduledEventToDeadActorIsReportedUndelivered) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SmallNode());
   const absl::Time start = runtime.Now();
   const ActorId probe = runtime.AllocateEdgeActor();
   const auto destroyed = std::make_shared<bool>(false);

@@ -622,9 +622,10 @@ struct StealLog {
   std::vector<std::thread::id> threads ABSL_GUARDED_BY(mu);
   std::atomic<int> started{0};
   std::atomic<int> bootstrapped{0};
-  // Set by the Spawner: a target started while the Spawner's handler was still busy.
+  // Set by the StealingSpawner: a target started while the StealingSpawner's handler was still
+  // busy.
   std::atomic<bool> started_during_block{false};
-  // The Spawner's worker.
+  // The StealingSpawner's worker.
   std::thread::id spawner_thread ABSL_GUARDED_BY(mu);
 };
 
@@ -643,7 +644,7 @@ class StealTarget : public Actor {
       Unhandled(ev);
       return;
     }
-    // release: pairs with the Spawner's and the test's acquire loads.
+    // release: pairs with the StealingSpawner's and the test's acquire loads.
     log_->started.fetch_add(1, std::memory_order_release);
     {
       troupe::MutexLock lock(&log_->mu);
@@ -658,10 +659,10 @@ class StealTarget : public Actor {
 // On EvKick sends one event to each target (they wait in this worker's run-next slot and local
 // queue), then keeps its worker busy for at least 50 ms and until a target has started elsewhere
 // (bounded).
-class Spawner : public Actor {
+class StealingSpawner : public Actor {
  public:
-  Spawner(std::vector<ActorId> targets, StealLog* log)
-      : Actor(&Spawner::StateWork), targets_(std::move(targets)), log_(log) {}
+  StealingSpawner(std::vector<ActorId> targets, StealLog* log)
+      : Actor(&StealingSpawner::StateWork), targets_(std::move(targets)), log_(log) {}
 
  private:
   TROUPE_STATE(StateWork) {
@@ -704,7 +705,8 @@ TEST(SchedulingTest, IdleWorkerStealsFromBusyWorker) {
   }
   ASSERT_TRUE(
       WaitUntil([&] { return log.bootstrapped.load(std::memory_order_acquire) == kStealTargets; }));
-  const ActorId spawner = system->Register(std::make_unique<Spawner>(targets, &log), OnPool(pool));
+  const ActorId spawner =
+      system->Register(std::make_unique<StealingSpawner>(targets, &log), OnPool(pool));
   const uint64_t steals_before = system->Counters().pools[pool].steals;
 
   system->Send(spawner, std::make_unique<EvKick>());

@@ -48,7 +48,7 @@ using testutil::Values;
 using testutil::WaitUntil;
 
 // One node configured like the real-thread tests' nodes.
-TestRuntimeOptions OneNode() { return {.config = testutil::SmallConfig()}; }
+TestRuntimeOptions SuspendNode() { return {.config = testutil::SmallConfig()}; }
 
 // Returns first, first + 1, ..., last - 1.
 std::vector<uint64_t> Range(uint64_t first, uint64_t last) {
@@ -87,7 +87,7 @@ TEST(SuspendTest, SuspendKeepsOrderAndLosesNothing) {
 }
 
 TEST(SuspendTest, SuspendedActorHandlesNothingUntilLastResume) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SuspendNode());
   Inbox inbox;
   const ActorId recorder = runtime.Register(std::make_unique<Recorder>(&inbox));
   ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
@@ -144,7 +144,7 @@ class SelfSuspender : public Actor {
 };
 
 TEST(SuspendTest, ActorSuspendsItselfUntilResumedFromOutside) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SuspendNode());
   SelfSuspendLog log;
   const ActorId actor = runtime.Register(std::make_unique<SelfSuspender>(&log));
   runtime.Send(actor, std::make_unique<EvValue>(0));
@@ -169,7 +169,7 @@ TEST(SuspendTest, ActorSuspendsItselfUntilResumedFromOutside) {
 
 TEST(SuspendTest, ResumeOfActorNotSuspendedIsIgnored) {
   CapturingLogSink sink;
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SuspendNode());
   Inbox inbox;
   const ActorId recorder = runtime.Register(std::make_unique<Recorder>(&inbox));
   ASSERT_TRUE(runtime.node().Resume(recorder).ok());
@@ -215,7 +215,7 @@ class Quitter : public Actor {
 };
 
 TEST(SuspendTest, PassAwayDuringReplayReportsRemainingHeldEventsUndelivered) {
-  TestRuntime runtime(OneNode());
+  TestRuntime runtime(SuspendNode());
   std::vector<uint64_t> values;
   const ActorId quitter = runtime.Register(std::make_unique<Quitter>(2, &values));
   const ActorId edge = runtime.AllocateEdgeActor();
