@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/actor_system.h"
 
+#include <algorithm>
+#include <string>
+#include <string_view>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -8,6 +12,7 @@
 #include "actors/config.h"
 #include "actors/events.h"
 #include "actors/internal/driver.h"
+#include "actors/internal/node_metrics.h"
 #include "actors/internal/pool_metrics.h"
 #include "actors/internal/runtime.h"
 #include "actors/log.h"
@@ -204,15 +209,22 @@ ActorSystemCounters ActorSystem::Counters() const {
     counters.pools.emplace_back().name = pool.name();
   }
   runtime_->metrics().ForEach([&](const MetricSample& sample) {
-    if (sample.name == "troupe_dropped_events_total") {
-      counters.dropped_events += static_cast<uint64_t>(sample.value);
-    } else if (sample.name == "troupe_failed_actors_total") {
-      counters.failed_actors = static_cast<uint64_t>(sample.value);
-    } else if (sample.name == "troupe_live_mailboxes") {
-      counters.live_mailboxes = static_cast<uint64_t>(sample.value);
-    } else if (sample.name == "troupe_pending_timers") {
-      counters.pending_timers = static_cast<uint64_t>(sample.value);
-    } else if (sample.name.starts_with("troupe_pool_")) {
+    // The node's rows (node_metrics.h), then the pools'.
+    if (FillFromRows(internal::kNodeMetrics, sample, counters) ||
+        FillFromRows(internal::kReasonMetrics, sample, counters)) {
+      return;
+    }
+    if (sample.name.starts_with("troupe_actor_class_")) {
+      const std::string_view name = sample.label("class");
+      auto it = std::find_if(counters.classes.begin(), counters.classes.end(),
+                             [&](const ActorClassCounters& c) { return c.name == name; });
+      if (it == counters.classes.end()) {
+        it = counters.classes.insert(counters.classes.end(), {.name = std::string(name)});
+      }
+      FillFromRows(internal::kClassMetrics, sample, *it);
+      return;
+    }
+    if (sample.name.starts_with("troupe_pool_")) {
       const std::string_view name = sample.label("pool");
       for (PoolCounters& pool : counters.pools) {
         if (pool.name == name) {

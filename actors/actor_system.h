@@ -89,10 +89,23 @@ struct PoolCounters {
   std::vector<WorkerCounters> workers;
 };
 
+// The figures of one actor class, named by its C++ type (the troupe_actor_class_*{class} metrics).
+struct ActorClassCounters {
+  std::string name;
+  // Actors of the class alive.
+  int64_t live = 0;
+  // Events its actors handled, counting one in 64 per worker: times 64, an estimate.
+  uint64_t sampled_events = 0;
+  // The time its actors spent in the handlers of those sampled events.
+  absl::Duration sampled_handler_time;
+};
+
 // Counters of the whole node.
 struct ActorSystemCounters {
   // Events neither delivered nor reported (no tracking, no forward target).
   uint64_t dropped_events = 0;
+  // Events not delivered and reported to their sender (EvUndelivered).
+  uint64_t undelivered_events = 0;
   // Exceptions that escaped a handler (each ended its actor, or went to its parent's strategy).
   uint64_t failed_actors = 0;
   // Mailboxes with at least one actor.
@@ -100,6 +113,8 @@ struct ActorSystemCounters {
   // Delayed events not fired yet (cancelled ones included until due).
   uint64_t pending_timers = 0;
   std::vector<PoolCounters> pools;
+  // Every actor class the node has seen, by name.
+  std::vector<ActorClassCounters> classes;
 };
 
 class ActorSystem {

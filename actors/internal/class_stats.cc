@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "actors/internal/node_metrics.h"
 #include "actors/log.h"
 
 namespace troupe::internal {
@@ -71,24 +72,9 @@ ClassStats* ClassTable::Create(const std::type_info& type) {
   slot = std::make_unique<ClassStats>();
   ClassStats* stats = slot.get();
   stats->name = TypeName(&type);
-  // Readers only load the stats' atomics; the registry's lock never waits for mu_.
-  const MetricLabels labels = {{"class", stats->name}};
-  stats->metrics.push_back(registry_->Add(
-      {"troupe_actor_class_live", MetricType::kGauge, "Actors of the class alive.", labels},
-      [stats] { return stats->Live(); }));
-  stats->metrics.push_back(registry_->Add(
-      {"troupe_actor_class_sampled_events_total", MetricType::kCounter,
-       "Events handled by actors of the class, counting one in 64 (times 64: an estimate).",
-       labels},
-      [stats] {
-        return static_cast<int64_t>(stats->sampled_events.load(std::memory_order_relaxed));
-      }));
-  stats->metrics.push_back(registry_->Add(
-      {"troupe_actor_class_sampled_handler_nanoseconds_total", MetricType::kCounter,
-       "Time in the handlers of the sampled events of the class.", labels},
-      [stats] {
-        return static_cast<int64_t>(stats->sampled_handler_ns.load(std::memory_order_relaxed));
-      }));
+  // Readers only load the stats' atomics; the registry's lock never waits for mu_. The rows are
+  // in node_metrics.h.
+  PublishRows(*registry_, kClassMetrics, *stats, {{"class", stats->name}}, &stats->metrics);
   return stats;
 }
 

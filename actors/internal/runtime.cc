@@ -15,6 +15,7 @@
 
 #include "actors/check.h"
 #include "actors/internal/extras.h"
+#include "actors/internal/node_metrics.h"
 #include "actors/log.h"
 
 namespace troupe::internal {
@@ -124,38 +125,13 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
 }
 
 void Runtime::PublishNodeMetrics() {
-  auto add = [this](std::string name, MetricType type, std::string help,
-                    MetricsRegistry::Reader read) {
-    node_metrics_.push_back(
-        metrics_.Add({std::move(name), type, std::move(help), {}}, std::move(read)));
-  };
+  // The rows are in node_metrics.h.
   for (size_t reason = 1; reason < kReasons; ++reason) {
-    const MetricLabels labels = {
-        {"reason", UndeliveredReasonName(static_cast<UndeliveredReason>(reason))}};
-    auto read = [](const std::atomic<uint64_t>& count) {
-      return [&count] { return static_cast<int64_t>(count.load(std::memory_order_relaxed)); };
-    };
-    node_metrics_.push_back(metrics_.Add(
-        {"troupe_dropped_events_total", MetricType::kCounter,
-         "Events that could not be delivered and were dropped (no tracking, no forward target): "
-         "the dead letters, by reason.",
-         labels},
-        read(dropped_[reason])));
-    node_metrics_.push_back(metrics_.Add(
-        {"troupe_undelivered_events_total", MetricType::kCounter,
-         "Events that could not be delivered and were reported to their sender (EvUndelivered), "
-         "by reason.",
-         labels},
-        read(undelivered_[reason])));
+    PublishRows(metrics_, kReasonMetrics, reasons_[reason],
+                {{"reason", UndeliveredReasonName(static_cast<UndeliveredReason>(reason))}},
+                &node_metrics_);
   }
-  add("troupe_failed_actors_total", MetricType::kCounter,
-      "Exceptions that escaped a handler (each ended its actor or went to its parent).",
-      [this] { return static_cast<int64_t>(failed_actors()); });
-  add("troupe_live_mailboxes", MetricType::kGauge, "Mailboxes with at least one actor.",
-      [this] { return static_cast<int64_t>(LiveMailboxes()); });
-  add("troupe_pending_timers", MetricType::kGauge,
-      "Delayed events not fired yet (cancelled ones included until due).",
-      [this] { return static_cast<int64_t>(PendingTimers()); });
+  PublishRows(metrics_, kNodeMetrics, *this, {}, &node_metrics_);
 }
 
 Runtime::~Runtime() { Stop(); }
@@ -325,7 +301,7 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
       ev->HasFlag(kTrackDelivery) || (unsure && ev->HasFlag(kGenerateUnsureUndelivered));
   const size_t index = static_cast<size_t>(reason) < kReasons ? static_cast<size_t>(reason) : 0;
   if (report && !ev->sender().IsEmpty() && !stopped()) {
-    undelivered_[index].fetch_add(1, std::memory_order_relaxed);
+    reasons_[index].undelivered.fetch_add(1, std::memory_order_relaxed);
     TROUPE_LOG(kDebug, kActors) << "undelivered (" << UndeliveredReasonName(reason)
                                 << (unsure ? ", unsure" : "") << "): " << ev->ToString();
     Send(std::make_unique<EventHandle>(
@@ -338,7 +314,7 @@ void Runtime::Undeliverable(EventHandlePtr ev, UndeliveredReason reason, bool un
     dead_letters_.CountNotice();  // the runtime's own notice to an actor that has ended
     return;
   }
-  dropped_[index].fetch_add(1, std::memory_order_relaxed);
+  reasons_[index].dropped.fetch_add(1, std::memory_order_relaxed);
   if (stopped()) {
     return;  // the events a stopping node frees are not dead letters
   }

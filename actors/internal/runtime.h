@@ -51,6 +51,13 @@ class ActorSystem;
 
 namespace troupe::internal {
 
+// The events of one UndeliveredReason that a node dropped (no tracking, no forward target) and
+// that it reported to their sender as undelivered (node_metrics.h publishes both).
+struct ReasonCounts {
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> undelivered{0};
+};
+
 class Runtime {
  public:
   // `config` must be validated and have defaults filled in. With a `driver` (see driver.h) no
@@ -170,8 +177,8 @@ class Runtime {
   absl::StatusOr<uint32_t> PoolIndex(std::string_view name) const;
   uint64_t dropped_events() const {
     uint64_t dropped = 0;
-    for (const std::atomic<uint64_t>& count : dropped_) {
-      dropped += count.load(std::memory_order_relaxed);
+    for (const ReasonCounts& counts : reasons_) {
+      dropped += counts.dropped.load(std::memory_order_relaxed);
     }
     return dropped;
   }
@@ -268,8 +275,7 @@ class Runtime {
   // Events dropped (no tracking, no forward target) and events reported to their sender as
   // Undelivered, by UndeliveredReason (index 0 unused).
   static constexpr size_t kReasons = static_cast<size_t>(UndeliveredReason::kOverloaded) + 1;
-  std::array<std::atomic<uint64_t>, kReasons> dropped_{};
-  std::array<std::atomic<uint64_t>, kReasons> undelivered_{};
+  std::array<ReasonCounts, kReasons> reasons_{};
   std::atomic<uint64_t> failed_actors_{0};
   std::atomic<bool> stopped_{false};
   std::atomic<RemoteRouter*> remote_router_{nullptr};

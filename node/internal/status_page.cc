@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -22,36 +22,15 @@
 namespace troupe::node::internal {
 namespace {
 
-// Metric values by name (the prefix left off), summed over the series of one actor class.
 using interconnect::SessionCounters;
 using interconnect::SessionCountersOf;
-using Values = std::map<std::string, int64_t>;
 
 std::string Escape(std::string_view text) {
   return absl::StrReplaceAll(std::string(text),
                              {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
 }
 
-int64_t Get(const Values& values, const std::string& name) {
-  auto it = values.find(name);
-  return it == values.end() ? 0 : it->second;
-}
-
 std::string Mb(uint64_t bytes) { return absl::StrFormat("%.2f", static_cast<double>(bytes) / 1e6); }
-
-// The troupe_actor_class_* metrics by class. The node, pool and peer tables read the typed views
-// (ActorSystem::Counters, SessionCountersOf), which name each metric once.
-std::map<std::string, Values> Classes(const MetricsRegistry& registry) {
-  std::map<std::string, Values> classes;
-  registry.ForEach([&](const MetricSample& sample) {
-    constexpr std::string_view kClass = "troupe_actor_class_";
-    if (sample.name.starts_with(kClass)) {
-      classes[std::string(sample.label("class"))][std::string(sample.name.substr(kClass.size()))] +=
-          sample.value;
-    }
-  });
-  return classes;
-}
 
 // Appends a table row; `cells` are escaped.
 void Row(std::string* html, const std::vector<std::string>& cells, bool header = false) {
@@ -75,23 +54,27 @@ std::string PeerState(const SessionCounters& peer) {
 }
 
 // The ten classes whose sampled handlers took the most time, with their live actors.
-void AppendBusiestClasses(const std::map<std::string, Values>& classes, std::string* html) {
-  std::vector<std::pair<int64_t, std::string>> busiest;
-  int64_t total = 0;
-  for (const auto& [name, values] : classes) {
-    busiest.emplace_back(Get(values, "sampled_handler_nanoseconds_total"), name);
-    total += busiest.back().first;
+void AppendBusiestClasses(const std::vector<ActorClassCounters>& classes, std::string* html) {
+  std::vector<const ActorClassCounters*> busiest;
+  absl::Duration total;
+  for (const ActorClassCounters& c : classes) {
+    busiest.push_back(&c);
+    total += c.sampled_handler_time;
   }
-  std::sort(busiest.rbegin(), busiest.rend());
+  std::sort(busiest.begin(), busiest.end(),
+            [](const ActorClassCounters* a, const ActorClassCounters* b) {
+              return std::tie(b->sampled_handler_time, b->name) <
+                     std::tie(a->sampled_handler_time, a->name);
+            });
   busiest.resize(std::min<size_t>(busiest.size(), 10));
   absl::StrAppend(html, "<h2>Busiest actor classes</h2>\n<table>\n");
   Row(html, {"class", "live", "events (est.)", "handler time share"}, true);
-  for (const auto& [ns, name] : busiest) {
-    const Values& values = classes.at(name);
-    Row(html, {name, Count(Get(values, "live")), Count(Get(values, "sampled_events_total") * 64),
-               total > 0 ? absl::StrFormat("%.1f%%", 100.0 * static_cast<double>(ns) /
-                                                         static_cast<double>(total))
-                         : std::string("-")});
+  for (const ActorClassCounters* c : busiest) {
+    Row(html,
+        {c->name, Count(c->live), Count(c->sampled_events * 64),
+         total > absl::ZeroDuration()
+             ? absl::StrFormat("%.1f%%", 100.0 * absl::FDivDuration(c->sampled_handler_time, total))
+             : std::string("-")});
   }
   absl::StrAppend(html,
                   "</table>\n<p>Events and time are sampled: one event in 64 per worker.</p>\n");
@@ -137,7 +120,7 @@ std::string StatusPage(ActorSystem& system, int refresh_seconds) {
                 Count(pool.budget_preemptions), Count(pool.stuck_reports)});
   }
   absl::StrAppend(&html, "</table>\n");
-  AppendBusiestClasses(Classes(system.metrics()), &html);
+  AppendBusiestClasses(counters.classes, &html);
   absl::StrAppend(&html, "<h2>Peers</h2>\n");
   const std::vector<SessionCounters> peers = SessionCountersOf(system.metrics());
   if (peers.empty()) {

@@ -5,11 +5,15 @@
 // metrics behind the typed Counters() view, and the hooks an extension uses.
 #include "actors/metrics.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -19,6 +23,7 @@
 #include "actors/actor_system.h"
 #include "actors/events.h"
 #include "actors/node_hooks.h"
+#include "actors/testing/actors.h"
 #include "actors/testing/test_runtime.h"
 #include "ut/actors/test_util.h"
 
@@ -193,6 +198,56 @@ TEST(NodeMetricsTest, CountersAreAViewOfTheRegistry) {
   });
 }
 
+// Throws from its handler: the node counts a failed actor.
+class Failing final : public Actor {
+ public:
+  Failing() : Actor(&Failing::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) { throw std::runtime_error("fails on purpose"); }
+};
+
+// Each node-wide field of ActorSystemCounters against the registry's series of its metric, named
+// here as a dashboard names them: every field is made non-zero first, so a field filled from
+// another metric, or from none, differs from its metric's sum.
+TEST(NodeMetricsTest, EachNodeFieldReadsItsMetricFromTheRegistry) {
+  std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
+  ASSERT_NE(system, nullptr);
+  MetricsRegistry& registry = system->metrics();
+  testing::Inbox inbox;
+  const ActorId sender = system->Register(std::make_unique<testing::Recorder<>>(&inbox));
+  const ActorId nobody(system->node_id(), 1, 0xDEAD, 0x7FFFFFF0u);
+  for (int i = 0; i < 3; ++i) {
+    system->Send(nobody, std::make_unique<EvValue>(i));  // dropped
+  }
+  for (int i = 0; i < 2; ++i) {
+    system->Send(nobody, std::make_unique<EvValue>(i), kTrackDelivery, 0, sender);  // reported
+  }
+  system->Send(system->Register(std::make_unique<Failing>()), std::make_unique<EvValue>(0));
+  system->Schedule(absl::Hours(1),
+                   std::make_unique<EventHandle>(sender, ActorId(), std::make_unique<EvValue>(0)));
+  ASSERT_TRUE(inbox.WaitForType(kEvUndelivered, 2, absl::Seconds(10)));
+  ASSERT_TRUE(testutil::WaitUntil([&] {
+    const ActorSystemCounters counters = system->Counters();
+    return counters.dropped_events == 3 && counters.failed_actors == 1;
+  }));
+
+  const ActorSystemCounters counters = system->Counters();
+  const std::vector<std::pair<std::string_view, uint64_t>> fields = {
+      {"troupe_dropped_events_total", counters.dropped_events},
+      {"troupe_undelivered_events_total", counters.undelivered_events},
+      {"troupe_failed_actors_total", counters.failed_actors},
+      {"troupe_live_mailboxes", counters.live_mailboxes},
+      {"troupe_pending_timers", counters.pending_timers},
+  };
+  for (const auto& [metric, value] : fields) {
+    EXPECT_GT(value, 0u) << metric;
+    EXPECT_EQ(registry.Sum(metric), static_cast<int64_t>(value)) << metric;
+  }
+  EXPECT_EQ(counters.dropped_events, 3u);
+  EXPECT_EQ(counters.undelivered_events, 2u);
+}
+
 // Counts nothing; ends on EvPoison (Unhandled).
 class Idler final : public Actor {
  public:
@@ -230,6 +285,26 @@ TEST(NodeMetricsTest, ActorClassesAreCountedAliveAndSampledWhileHandling) {
   EXPECT_GT(registry.Value("troupe_actor_class_sampled_handler_nanoseconds_total", idler), 0);
   EXPECT_GE(registry.Sum("troupe_pool_handler_seconds", {{"pool", "User"}}), kEvents / 64 / 2)
       << "the pool's handler-time histogram counts the same samples";
+  // The typed view reads the same series: each field between its metric's value read just before
+  // and just after the view (the workers may still be handling events).
+  const int64_t events_before =
+      registry.Value("troupe_actor_class_sampled_events_total", idler).value_or(-1);
+  const int64_t ns_before =
+      registry.Value("troupe_actor_class_sampled_handler_nanoseconds_total", idler).value_or(-1);
+  const ActorSystemCounters counters = system->Counters();
+  const int64_t events_after =
+      registry.Value("troupe_actor_class_sampled_events_total", idler).value_or(-1);
+  const int64_t ns_after =
+      registry.Value("troupe_actor_class_sampled_handler_nanoseconds_total", idler).value_or(-1);
+  const auto view =
+      std::find_if(counters.classes.begin(), counters.classes.end(),
+                   [](const ActorClassCounters& c) { return c.name == "troupe::Idler"; });
+  ASSERT_NE(view, counters.classes.end());
+  EXPECT_EQ(view->live, 5);
+  EXPECT_GE(static_cast<int64_t>(view->sampled_events), events_before);
+  EXPECT_LE(static_cast<int64_t>(view->sampled_events), events_after);
+  EXPECT_GE(absl::ToInt64Nanoseconds(view->sampled_handler_time), ns_before);
+  EXPECT_LE(absl::ToInt64Nanoseconds(view->sampled_handler_time), ns_after);
   for (const ActorId& actor : actors) {
     system->Send(actor, std::make_unique<EvPoison>());
   }
