@@ -219,7 +219,8 @@ ActorSystemCounters ActorSystem::Counters() const {
       auto it = std::find_if(counters.classes.begin(), counters.classes.end(),
                              [&](const ActorClassCounters& c) { return c.name == name; });
       if (it == counters.classes.end()) {
-        it = counters.classes.insert(counters.classes.end(), {.name = std::string(name)});
+        counters.classes.emplace_back().name = name;
+        it = counters.classes.end() - 1;
       }
       FillFromRows(internal::kClassMetrics, sample, *it);
       return;
