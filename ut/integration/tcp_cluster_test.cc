@@ -40,7 +40,7 @@ using testutil::Recorder;
 
 constexpr ActorId kEcho = ServiceId("echo");
 
-struct Node {
+struct ClusterNode {
   std::unique_ptr<ActorSystem> system;
   std::unique_ptr<Interconnect> ic;
   void Stop() {
@@ -62,7 +62,7 @@ class TcpCluster {
     nodes_.resize(nodes + 1);
   }
   ~TcpCluster() {
-    for (Node& node : nodes_) {
+    for (ClusterNode& node : nodes_) {
       node.Stop();
     }
   }
@@ -94,7 +94,7 @@ class TcpCluster {
   }
 
   void Start(NodeId node, const std::string& cluster = "test") {
-    Node& n = nodes_[node];
+    ClusterNode& n = nodes_[node];
     n.system = testutil::MakeSystem(ConfigFor(node, cluster));
     ASSERT_NE(n.system, nullptr);
     ASSERT_TRUE(
@@ -130,7 +130,7 @@ class TcpCluster {
  private:
   std::function<void(proto::InterconnectConfig&)> tune_;
   testutil::LoopbackPorts ports_;
-  std::vector<Node> nodes_;
+  std::vector<ClusterNode> nodes_;
 };
 
 std::unique_ptr<EvIcPing> Ping(uint64_t seq) {
