@@ -214,13 +214,14 @@ TEST(IoPollerTest, PostedHandlersRunWithoutSpinning) { RunPostedHandlers(1, 0); 
 
 // A worker kept busy by an actor that never lets its queue empty still runs the loop.
 TEST(IoPollerTest, ABusyWorkerStillPolls) {
+  // Before the system: the busy actor may read it until the system has stopped.
+  std::atomic<bool> stop{false};
   auto system = testutil::MakeSystem(PollingConfig(1, 0));
   ASSERT_NE(system, nullptr);
   const absl::StatusOr<uint32_t> pool = system->PoolIndex("Io");
   ASSERT_TRUE(pool.ok());
   FakePoller poller;
   ASSERT_TRUE(AttachIoPoller(*system, "Io", &poller).ok());
-  std::atomic<bool> stop{false};
   const ActorId busy =
       system->Register(std::make_unique<Busy>(&stop, absl::Now() + testutil::WaitTimeout()),
                        RegisterOptions{.pool = *pool});

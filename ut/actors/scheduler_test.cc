@@ -344,6 +344,11 @@ class Spinner : public Actor {
 };
 
 TEST(SchedulerTest, ActivationBudgetKeepsBusyActorFromStarvingItsPool) {
+  // Before the system: the spinner uses them until the system has stopped, even when an
+  // assertion below ends the test early.
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> spins{0};
+  troupe::Notification quiet;
   auto system = MakeSystem();
   ASSERT_NE(system, nullptr);
   const absl::StatusOr<uint32_t> batch = system->PoolIndex("Batch");
@@ -352,9 +357,6 @@ TEST(SchedulerTest, ActivationBudgetKeepsBusyActorFromStarvingItsPool) {
   RegisterOptions on_batch;
   on_batch.pool = *batch;
 
-  std::atomic<bool> stop{false};
-  std::atomic<int64_t> spins{0};
-  troupe::Notification quiet;
   ASSERT_TRUE(system->Register(std::make_unique<Spinner>(&stop, &spins, &quiet), on_batch));
   ASSERT_TRUE(WaitUntil([&] { return spins.load() > 1000; }));
 
