@@ -176,12 +176,24 @@ PeerInfo AsioConnections::Peer(ConnectionId connection) const {
 
 void AsioConnections::Shutdown() {
   troupe::MutexLock serial(&shutdown_mu_);
+  std::vector<ConnectionPtr> connections;
   {
     troupe::MutexLock lock(&mu_);
     if (shut_down_) {
       return;
     }
     shut_down_ = true;
+    connections.reserve(connections_.size());
+    for (const auto& [id, c] : connections_) {
+      connections.push_back(c);
+    }
+  }
+  // From here on no owner hears of its connection, as after Close: a handler that runs before
+  // CloseAll (a read failing because the peer end was just refused, say) finds it down.
+  for (const ConnectionPtr& c : connections) {
+    troupe::MutexLock lock(&c->mu);
+    c->down = true;
+    c->fd = -1;
   }
   if (polled_) {
     // First no worker is inside the loop (and the loop keeps its work meanwhile, so a worker's
