@@ -245,6 +245,7 @@ class Actor : public internal::SmallPooled {
   //   | a handler threw and it was not restarted                    | kFailed    |
   //   | it had already ended, or never existed, when the watch came | kNotFound  |
   //   | its node died, or this node's session to it ended           | kNodeLost  |
+  //   | its node left the cluster (shut down, saying goodbye)       | kNodeLeft  |
   // `target` in the notice is the id passed to Watch (a service id stays one: the watch is on the
   // actor the service named when the watch arrived). Watching an actor twice is one watch;
   // watching itself does nothing. After kNodeLost the target may still be alive on its node:

@@ -84,6 +84,8 @@ struct PoolCounters {
   uint64_t steals = 0;
   // Ready mailboxes waiting (shared queue plus the workers' local queues).
   int64_t queue_length = 0;
+  // Workers inside a handler at the moment of reading.
+  int64_t handlers_running = 0;
   // Handlers reported stuck for longer than the pool's `stuck_threshold_ms`.
   uint64_t stuck_reports = 0;
   std::vector<WorkerCounters> workers;

@@ -273,6 +273,8 @@ const char* TerminationReasonName(TerminationReason reason) {
       return "node-lost";
     case TerminationReason::kNotFound:
       return "not-found";
+    case TerminationReason::kNodeLeft:
+      return "node-left";
   }
   return "unknown";
 }

@@ -110,10 +110,13 @@ enum class TerminationReason : uint32_t {
   kNodeLost = 3,
   // No such actor when the watch arrived: it had already ended, or never existed.
   kNotFound = 4,
+  // Its node left the cluster (a graceful shutdown, which said goodbye): the actor is gone, or
+  // about to be.
+  kNodeLeft = 5,
 };
 
-// Returns "stopped", "failed", "node-lost", "not-found" ("unknown" for other values); static
-// storage, like UndeliveredReasonName.
+// Returns "stopped", "failed", "node-lost", "not-found", "node-left" ("unknown" for other values);
+// static storage, like UndeliveredReasonName.
 const char* TerminationReasonName(TerminationReason reason);
 
 namespace internal {

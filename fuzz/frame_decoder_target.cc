@@ -40,6 +40,7 @@ using interconnect::internal::Frame;
 using interconnect::internal::FrameDecoder;
 using interconnect::internal::FrameKind;
 using interconnect::internal::InboundStream;
+using interconnect::internal::IsControlKind;
 using interconnect::internal::kFrameHeaderSize;
 using interconnect::internal::kMinRecordSize;
 using interconnect::internal::OutboundStream;
@@ -65,10 +66,13 @@ struct Decoded {
   size_t buffered = 0;
 };
 
+// The kinds wire.h defines: data, control and the three of a node's leaving.
+bool KnownKind(FrameKind kind) { return kind >= FrameKind::kData && kind <= FrameKind::kGoodbye; }
+
 void CheckFrame(const Frame& frame, uint32_t limit) {
-  TROUPE_CHECK(frame.kind == FrameKind::kData || frame.kind == FrameKind::kControl);
+  TROUPE_CHECK(KnownKind(frame.kind));
   TROUPE_CHECK(frame.payload.size() <= limit) << frame.payload.size() << " > " << limit;
-  if (frame.kind == FrameKind::kControl) {
+  if (IsControlKind(frame.kind)) {
     TROUPE_CHECK(frame.payload.empty() && frame.event_count == 0);
   }
   TROUPE_CHECK(frame.event_count <= frame.payload.size() / kMinRecordSize);
@@ -149,9 +153,8 @@ Expected BuildFrames(InputReader& in, uint32_t limit, std::optional<size_t> corr
     if (expected.refused) {
       continue;
     }
-    const bool valid = (kind == FrameKind::kData || kind == FrameKind::kControl) &&
-                       payload.size() <= limit &&
-                       (kind == FrameKind::kData || (payload.empty() && event_count == 0)) &&
+    const bool valid = KnownKind(kind) && payload.size() <= limit &&
+                       (!IsControlKind(kind) || (payload.empty() && event_count == 0)) &&
                        event_count <= payload.size() / kMinRecordSize;
     const bool corrupted =
         corrupt_at.has_value() && *corrupt_at >= begin && *corrupt_at < stream->size();

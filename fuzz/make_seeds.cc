@@ -135,7 +135,8 @@ void WriteEventRecordSeeds() {
 
 // -- frames -------------------------------------------------------------------------------------
 
-// A session's traffic: two data frames of real events and a control frame acknowledging 2.
+// A session's traffic: two data frames of real events, a control frame acknowledging 2, and the
+// frames of a node's leaving.
 std::string SessionBytes() {
   std::string stream;
   FrameEncoder encoder;
@@ -145,6 +146,9 @@ std::string SessionBytes() {
   AddEvent(encoder, kEvUndelivered, UndeliveredBody(UndeliveredReason::kShutdown, false), 3);
   encoder.Finish(/*sequence=*/2, /*ack=*/1, &stream);
   AppendControlFrame(/*ack=*/2, &stream);
+  AppendControlFrame(/*ack=*/2, &stream, FrameKind::kLeaving);
+  AppendControlFrame(/*ack=*/2, &stream, FrameKind::kStopped);
+  AppendControlFrame(/*ack=*/2, &stream, FrameKind::kGoodbye);
   return stream;
 }
 

@@ -44,6 +44,7 @@
 namespace troupe::interconnect {
 
 using internal::EvCloseSession;
+using internal::EvLeave;
 using internal::EvMembership;
 using internal::EvSubscribeSession;
 using internal::HandshakeSettings;
@@ -409,10 +410,14 @@ absl::Status Interconnect::SubscribeSession(NodeId peer, const ActorId& subscrib
 
 Interconnect::DrainReport Interconnect::Drain(absl::Duration timeout) {
   if (drained_.exchange(true, std::memory_order_acq_rel)) {
-    return {.flushed = true, .reported = 0};
+    return {.flushed = true, .quiet = true, .reported = 0};
   }
   const LogBinding binding(&system_->log_context());
   const absl::Time deadline = absl::Now() + timeout;
+  const std::vector<std::shared_ptr<PeerChannel>> leaving = peers_->Channels();
+  for (const std::shared_ptr<PeerChannel>& channel : leaving) {
+    system_->Send(channel->proxy, std::make_unique<EvLeave>());
+  }
   auto held = [this] {
     uint64_t bytes = 0;
     for (const std::shared_ptr<PeerChannel>& channel : peers_->Channels()) {
@@ -420,15 +425,46 @@ Interconnect::DrainReport Interconnect::Drain(absl::Duration timeout) {
     }
     return bytes;
   };
-  // Acknowledgements come from the peers' sockets, not from anything this thread could wait on
-  // cheaply; a shutdown polls, starting fine and backing off.
+  // Settled: every peer has sent all it will (it answered the leaving notice, or has no
+  // session), every event held for a peer is acknowledged, and no actor of this node has work
+  // (no ready mailbox, no handler running), so the replies to what arrived went out.
+  auto settled = [&] {
+    for (const std::shared_ptr<PeerChannel>& channel : leaving) {
+      if (!channel->inbound_done.load(std::memory_order_acquire)) {
+        return false;
+      }
+    }
+    if (held() != 0) {
+      return false;
+    }
+    for (const PoolCounters& pool : system_->Counters().pools) {
+      if (pool.queue_length != 0 || pool.handlers_running != 0) {
+        return false;
+      }
+    }
+    return true;
+  };
+  // Acknowledgements and answers come from sockets and workers, not from anything this thread
+  // could wait on cheaply; a shutdown polls, starting fine and backing off. Settled must hold for
+  // kDrainLinger in a row: a reply an actor sends from a timer that soon is waited for too.
   absl::Duration pause = absl::Microseconds(100);
-  for (absl::Time now = absl::Now(); held() != 0 && now < deadline; now = absl::Now()) {
+  absl::Time settled_since = absl::InfiniteFuture();
+  bool quiet = false;
+  for (absl::Time now = absl::Now(); now < deadline; now = absl::Now()) {
+    if (!settled()) {
+      settled_since = absl::InfiniteFuture();
+    } else if (settled_since == absl::InfiniteFuture()) {
+      settled_since = now;
+    } else if (now - settled_since >= kDrainLinger) {
+      quiet = true;
+      break;
+    }
     absl::SleepFor(std::min(pause, deadline - now));
-    pause = std::min(2 * pause, absl::Milliseconds(5));
+    pause = std::min(2 * pause, absl::Milliseconds(1));
   }
   DrainReport report;
   report.flushed = held() == 0;
+  report.quiet = quiet;
   report.reported = router_->Close();
 
   struct Closing {
@@ -462,9 +498,11 @@ Interconnect::DrainReport Interconnect::Drain(absl::Duration timeout) {
   }
   report.reported += closing->reported;
   TROUPE_LOG(kInfo, kInterconnect)
-      << "node " << system_->node_id() << " drained the interconnect: "
-      << (report.flushed ? "every event acknowledged" : "the timeout passed") << ", "
-      << report.reported << " events reported undelivered";
+      << "node " << system_->node_id() << " left: "
+      << (report.quiet     ? "every peer done sending, every event acknowledged and answered"
+          : report.flushed ? "the timeout passed before every answer went out"
+                           : "the timeout passed")
+      << ", " << report.reported << " events reported undelivered";
   return report;
 }
 

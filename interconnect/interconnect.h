@@ -69,12 +69,26 @@
 // any event being sent. The log tells "no session with node N: never connected, tried for ..."
 // (nothing ever answered) from "session with node N ended: ..." (one existed).
 //
-// Stopping: Drain(timeout) lets the proxies flush what they hold and waits until every event is
-// acknowledged by its node, or the timeout passes; then every event still held is reported
-// Undelivered{kShutdown} (unsure when it was sent but not acknowledged): a tracked sender learns
-// its event's fate, an untracked one is counted in dropped_events, nothing is freed unreported.
-// Sends during the drain are still accepted, so replies to requests in flight go out; after it
-// they are refused with Undelivered{kShutdown}.
+// Leaving: Drain(timeout) is how a node leaves the cluster without losing what it accepted.
+//   1. It tells every peer it is leaving (a kLeaving frame). A peer sends what it had already
+//      accepted for this node, then answers that it sends nothing new (kStopped); from then on
+//      its sends to this node are refused at once with Undelivered{kShutdown}, until a new
+//      incarnation of this node connects.
+//   2. Meanwhile this node keeps acknowledging, delivering and sending: its actors handle what
+//      arrived and their replies go out. Drain waits until every peer has answered, every event
+//      held for a peer is acknowledged and no actor has work (no ready mailbox, no handler
+//      running) for kDrainLinger in a row, or until the timeout.
+//   3. It says goodbye on every session (kGoodbye): each peer ends the session at once as left
+//      (its kSubscribeOnSession subscribers get EvNodeDisconnected, a remote watch ends), not
+//      after dead_peer_timeout. Every event still held is reported Undelivered{kShutdown} (unsure
+//      when sent but not acknowledged): a tracked sender learns its event's fate, an untracked one
+//      is counted in dropped_events, nothing is freed unreported. Later sends are refused the
+//      same way.
+// What the timeout cuts short: an event the peer sent (and this node acknowledged) that no
+// handler has answered when the sessions close. Its reply, if one comes later, is refused with
+// Undelivered{kShutdown} to the actor that replies; the requester learns of the session's end
+// (EvNodeDisconnected) but not of that request. A reply an actor defers on a timer longer than
+// kDrainLinger counts as not yet in flight.
 //
 // Lifetime: destroy the Interconnect before its ActorSystem (troupe::node::Node, node/node.h, does
 // it for you); an ActorSystem destroyed first aborts with a message saying so (LeaseSystem in
@@ -229,21 +243,28 @@ class Interconnect {
 
   // -- stopping -----------------------------------------------------------------------------------
 
+  // How long Drain waits, once every peer is done sending and every event is acknowledged, for
+  // the node's actors to stay without work before it says goodbye.
+  static constexpr absl::Duration kDrainLinger = absl::Milliseconds(20);
+
   // What Drain did.
   struct DrainReport {
     // Every event held for a peer was acknowledged before the timeout.
     bool flushed = false;
+    // Before the timeout, every peer was done sending, every event was acknowledged and the
+    // node's actors had handled what arrived (answers included) for kDrainLinger in a row.
+    bool quiet = false;
     // Events reported Undelivered{kShutdown} by the close (those still held at the timeout, and
     // sends that raced with the close).
     uint64_t reported = 0;
   };
-  // Waits until every event held for a peer is acknowledged, or `timeout` passes; then closes
-  // every session: what is still held is reported Undelivered{kShutdown}, connections close and
-  // later remote sends are refused the same way. Returns once every proxy has made its reports
-  // (their EvUndelivered are queued to the senders), or after 5 s more if the interconnect's pool
-  // is stuck (logged: what those proxies hold is then not reported). Call it from a plain thread;
-  // a second call
-  // returns {flushed = true, reported = 0}. Not for a node run by the deterministic test runtime.
+  // Leaves the cluster (see "Leaving" in the file comment): tells every peer, waits until it is
+  // quiet or `timeout` passes, then says goodbye on every session: what is still held is reported
+  // Undelivered{kShutdown} and later remote sends are refused the same way. Returns once every
+  // proxy has made its reports (their EvUndelivered are queued to the senders), or after 5 s more
+  // if the interconnect's pool is stuck (logged: what those proxies hold is then not reported).
+  // Call it from a plain thread; a second call returns {flushed = true, quiet = true,
+  // reported = 0}. Not for a node run by the deterministic test runtime.
   DrainReport Drain(absl::Duration timeout);
 
  private:

@@ -142,6 +142,7 @@ Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {
   if (interconnect_ != nullptr) {
     const interconnect::Interconnect::DrainReport drained = interconnect_->Drain(timeout);
     report.flushed = drained.flushed;
+    report.quiet = drained.quiet;
     report.reported = drained.reported;
     interconnect_.reset();
     if (membership_ != nullptr) {

@@ -19,10 +19,12 @@
 //   |                       | (monitoring.h: GET /metrics); on failure nothing is left running   |
 //   |                       | and the status names the field or the cause                        |
 //   | WaitForPeer(s)        | blocks until sessions are up, with a timeout                       |
-//   | Shutdown(timeout)     | stops the monitoring server, drains the interconnect (events held  |
-//   |                       | for peers are acknowledged or reported Undelivered{kShutdown}),    |
-//   |                       | destroys it, leaves the etcd membership (the others see the node   |
-//   |                       | leave at once), lets the actors handle those reports, then stops   |
+//   | Shutdown(timeout)     | stops the monitoring server, leaves through the interconnect       |
+//   |                       | (Interconnect::Drain: peers stop sending and hear goodbye, what    |
+//   |                       | arrived is answered, events held for peers are acknowledged or     |
+//   |                       | reported Undelivered{kShutdown}), destroys it, leaves the etcd     |
+//   |                       | membership (the others see the node leave at once), lets the       |
+//   |                       | actors handle those reports, then stops                            |
 //   |                       | the ActorSystem (actors are destroyed, their destructors run);     |
 //   |                       | idempotent                                                         |
 //   | ~Node                 | Shutdown(absl::ZeroDuration()) unless it ran                       |
@@ -80,6 +82,10 @@ class Node {
     // Every event held for a peer was acknowledged by its node before the timeout (true for a
     // node without an interconnect).
     bool flushed = true;
+    // The node left quietly before the timeout: every peer was done sending, every event was
+    // acknowledged, and the actors had answered what arrived (Interconnect::DrainReport::quiet;
+    // true for a node without an interconnect).
+    bool quiet = true;
     // Events reported Undelivered{kShutdown} because the timeout passed.
     uint64_t reported = 0;
   };
@@ -124,7 +130,7 @@ class Node {
   // Stops the node (see the file comment): `timeout` bounds the drain of remote events; the
   // actors then get a moment to handle the Undelivered reports (at most `timeout` more, and only
   // while events are still being handled) before the system stops. A second call returns
-  // {flushed = true, reported = 0}.
+  // {flushed = true, quiet = true, reported = 0}.
   ShutdownReport Shutdown(absl::Duration timeout);
 
  private:

@@ -56,12 +56,13 @@ bool ActorExtras::Consume(Runtime& runtime, const ActorId& self, EventHandlePtr&
       return terminated == nullptr || watching.erase(terminated->target()) == 0;
     }
     case kEvNodeDisconnected: {
-      const NodeId node = ev->Get<EvNodeDisconnected>()->node;
+      const EvNodeDisconnected& disconnected = *ev->Get<EvNodeDisconnected>();
+      const TerminationReason reason =
+          disconnected.left ? TerminationReason::kNodeLeft : TerminationReason::kNodeLost;
       for (const ActorId& target : watching) {
-        if (target.node_id() == node) {
+        if (target.node_id() == disconnected.node) {
           runtime.Send(std::make_unique<EventHandle>(
-              self, target, std::make_unique<EvTerminated>(target, TerminationReason::kNodeLost),
-              kNoFlags, 0));
+              self, target, std::make_unique<EvTerminated>(target, reason), kNoFlags, 0));
         }
       }
       return false;

@@ -52,6 +52,17 @@ inline constexpr auto kPoolMetrics = std::to_array<PoolMetric>({
      "Ready mailboxes waiting (shared queue plus the workers' local queues).",
      [](const ExecutorPool& pool) { return pool.QueueLength(); },
      SetField<&PoolCounters::queue_length>},
+    {"troupe_pool_handlers_running", MetricType::kGauge, "Workers inside a handler now.",
+     [](const ExecutorPool& pool) {
+       int64_t running = 0;
+       for (uint32_t w = 0; w < pool.worker_count(); ++w) {
+         // Odd while the worker is inside a handler (HandlerTrace).
+         running +=
+             static_cast<int64_t>(pool.trace(w).sequence.load(std::memory_order_acquire) & 1);
+       }
+       return running;
+     },
+     SetField<&PoolCounters::handlers_running>},
     {"troupe_pool_stuck_reports_total", MetricType::kCounter,
      "Handlers reported stuck for longer than the pool's stuck_threshold_ms.",
      [](const ExecutorPool& pool) { return static_cast<int64_t>(pool.stuck_reports()); },

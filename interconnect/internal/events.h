@@ -35,6 +35,7 @@ enum InternalEventType : EventType {
   kEvSubscribeSession,
   kEvCloseSession,
   kEvMembership,
+  kEvLeave,
   kEvInternalEnd,
 };
 static_assert(InEventSpace(kEvInternalEnd - 1, kInterconnectEventSpace));
@@ -83,9 +84,16 @@ struct EvHandoverEnd final : EventLocal<EvHandoverEnd, kEvHandoverEnd> {
 // send would (actors/session_events.h), without sending anything to the peer.
 struct EvSubscribeSession final : EventLocal<EvSubscribeSession, kEvSubscribeSession> {};
 
-// Interconnect::Drain (or its destructor): the proxy reports every event it holds
-// Undelivered{kShutdown}, closes its connection and refuses what comes later, then calls `done`
-// (which may be empty).
+// Interconnect::Drain, as this node starts leaving: the proxy tells its peer (a kLeaving frame,
+// again on every new connection) and sets its channel's `inbound_done` once the peer answers that
+// it sends nothing new (kStopped), or at once when there is no session to answer.
+struct EvLeave final : EventLocal<EvLeave, kEvLeave> {};
+
+// Interconnect::Drain (or its destructor): the proxy says goodbye to its peer (a kGoodbye frame:
+// the peer ends the session as left, at once), reports every event it still holds
+// Undelivered{kShutdown}, refuses what comes later, then calls `done` (which may be empty). The
+// connection stays open for the goodbye to go out; the peer closes it, or the transport's
+// shutdown does.
 struct EvCloseSession final : EventLocal<EvCloseSession, kEvCloseSession> {
   explicit EvCloseSession(std::function<void(uint64_t reported)> on_done)
       : done(std::move(on_done)) {}

@@ -42,9 +42,10 @@
 
 namespace troupe::interconnect::internal {
 
-// 2: frames of wire version 2 (compact records, chunked large events; wire.h). A node of another
-// version is refused at the handshake, with both versions named, before any frame is read.
-inline constexpr uint32_t kProtocolVersion = 2;
+// 3: frames of wire version 3 (compact records, chunked large events, and the leaving,
+// stopped and goodbye frames of a node that leaves; wire.h). A node of another version is
+// refused at the handshake, with both versions named, before any frame is read.
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr uint32_t kHandshakeMagic = 0x48505254;  // "TRPH" read as little-endian
 inline constexpr size_t kMaxHandshakeSize = 4096;
 

@@ -86,6 +86,9 @@ struct PeerChannel {
   // The peer is in the nameservice's table, as the interconnect's watcher last told the proxy
   // (EvMembership). Written by that watcher only.
   std::atomic<bool> listed{true};
+  // This node is leaving and every event the peer will send it has arrived (the peer answered the
+  // leaving notice, or no session exists). Written by the proxy, read by Interconnect::Drain.
+  std::atomic<bool> inbound_done{false};
 
   // Charges `bytes` to the budget unless that would take it past `limit`; returns whether it did.
   bool Admit(uint64_t bytes, uint64_t limit) {

@@ -33,10 +33,11 @@ class SessionSubscribers {
       system.Send(subscriber, std::make_unique<EvNodeConnected>(peer_));
     }
   }
-  // The session ended: every subscriber hears so and is forgotten.
-  void Disconnected(ActorSystem& system) {
+  // The session ended (as `left`: the peer said goodbye): every subscriber hears so and is
+  // forgotten.
+  void Disconnected(ActorSystem& system, bool left = false) {
     for (const ActorId& subscriber : subscribers_) {
-      system.Send(subscriber, std::make_unique<EvNodeDisconnected>(peer_));
+      system.Send(subscriber, std::make_unique<EvNodeDisconnected>(peer_, left));
     }
     subscribers_.clear();
   }

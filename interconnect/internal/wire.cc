@@ -369,8 +369,8 @@ void FrameEncoder::Finish(uint64_t sequence, uint64_t ack, std::string* out) {
   Reset();
 }
 
-void AppendControlFrame(uint64_t ack, std::string* out) {
-  AppendRawFrame(FrameKind::kControl, 0, 0, ack, {}, out);
+void AppendControlFrame(uint64_t ack, std::string* out, FrameKind kind) {
+  AppendRawFrame(kind, 0, 0, ack, {}, out);
 }
 
 // -- decoder ------------------------------------------------------------------------------------
@@ -414,7 +414,7 @@ absl::StatusOr<bool> FrameDecoder::Next(Frame* frame) {
     return failure_;
   }
   const auto kind = static_cast<FrameKind>(static_cast<uint8_t>(header[5]));
-  if (kind != FrameKind::kData && kind != FrameKind::kControl) {
+  if (kind < FrameKind::kData || kind > FrameKind::kGoodbye) {
     failure_ = absl::DataLossError(
         absl::StrFormat("unknown frame kind %d", static_cast<uint8_t>(header[5])));
     return failure_;
@@ -430,7 +430,7 @@ absl::StatusOr<bool> FrameDecoder::Next(Frame* frame) {
     return failure_;
   }
   const uint32_t count = Get32(header + 12);
-  if (kind == FrameKind::kControl && (length != 0 || count != 0)) {
+  if (IsControlKind(kind) && (length != 0 || count != 0)) {
     failure_ = absl::DataLossError("control frame carries a payload");
     return failure_;
   }

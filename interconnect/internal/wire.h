@@ -11,7 +11,8 @@
 //     offset  size  field
 //     0       4     magic "TRPF"
 //     4       1     protocol version (kWireVersion)
-//     5       1     kind: data (records) or control (acknowledgement / heartbeat only)
+//     5       1     kind: data (records), or one of the control kinds (no records): an
+//                   acknowledgement or heartbeat, and the three of a node's leaving (FrameKind)
 //     6       2     reserved, zero
 //     8       4     payload length in bytes (at most the decoder's limit)
 //     12      4     number of records in the payload
@@ -83,7 +84,7 @@
 namespace troupe::interconnect::internal {
 
 inline constexpr uint32_t kWireMagic = 0x46505254;  // "TRPF" read as little-endian
-inline constexpr uint8_t kWireVersion = 2;
+inline constexpr uint8_t kWireVersion = 3;
 inline constexpr size_t kFrameHeaderSize = 48;
 // The most bytes a record takes besides its body (or chunk): kind, type, every optional field at
 // its longest, three ids and two lengths.
@@ -98,7 +99,18 @@ enum class FrameKind : uint8_t {
   kData = 1,
   // Carries no records: an acknowledgement, or a heartbeat when nothing else is sent.
   kControl = 2,
+  // The kinds below carry no records either (and acknowledge like kControl). A node leaving
+  // the cluster says so on every session: "send me nothing new".
+  kLeaving = 3,
+  // The answer to kLeaving: "I have sent you all I will; nothing new follows this frame". The
+  // leaving node then knows every event for it has arrived.
+  kStopped = 4,
+  // The leaving node is done: the session ends now, because it left (not a fault).
+  kGoodbye = 5,
 };
+
+// True for every kind that carries no records.
+inline bool IsControlKind(FrameKind kind) { return kind != FrameKind::kData; }
 
 enum class RecordKind : uint8_t {
   // A whole event.
@@ -175,8 +187,8 @@ class FrameEncoder {
   ActorId previous_sender_;
 };
 
-// Appends a control frame (no records) acknowledging `ack` to `out`.
-void AppendControlFrame(uint64_t ack, std::string* out);
+// Appends a control frame (no records) of `kind` acknowledging `ack` to `out`.
+void AppendControlFrame(uint64_t ack, std::string* out, FrameKind kind = FrameKind::kControl);
 
 // Appends a frame with the given header fields and `payload` taken as is (checksum computed).
 // Tests use it to forge frames that are well signed but badly formed.

@@ -125,6 +125,8 @@ TEST(PoolCountersTest, EachFieldReadsItsMetricFromTheRegistry) {
   const std::vector<Field> fields = {
       {"troupe_pool_threads", false, [](const PoolCounters& c) { return int64_t{c.threads}; }},
       {"troupe_pool_queue_length", false, [](const PoolCounters& c) { return c.queue_length; }},
+      {"troupe_pool_handlers_running", false,
+       [](const PoolCounters& c) { return c.handlers_running; }},
       {"troupe_pool_stuck_reports_total", false, count_of(&PoolCounters::stuck_reports)},
       {"troupe_pool_events_total", true, count_of(&PoolCounters::events)},
       {"troupe_pool_activations_total", true, count_of(&PoolCounters::activations)},

@@ -189,8 +189,11 @@ int RunNode2() {
   if (absl::Status up = (*node)->WaitForPeer(1, absl::Seconds(10)); !up.ok()) { std::cerr << up << "\n"; return 1; }
   (*node)->system().Send(troupe::ServiceId("orders", 1), std::make_unique<EvOrder>());
 
-  // Stop: events still held for peers get 5 s to be acknowledged; the rest are reported
-  // Undelivered{kShutdown} (unsure when in flight) to tracking senders, who handle them before the
+  // Leave, then stop: the peers hear that this node leaves and stop sending it new events (they
+  // are refused at once with Undelivered{kShutdown}); within 5 s, what they sent before is handled,
+  // the replies go out and every event held for a peer is acknowledged; then the peers hear
+  // goodbye and end their sessions at once. What the 5 s could not finish is reported
+  // Undelivered{kShutdown} (unsure when in flight) to tracking senders, who handle it before the
   // system stops. Nothing is freed unreported.
   troupe::node::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));
   // [end doc-example]

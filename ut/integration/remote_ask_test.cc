@@ -4,7 +4,7 @@
 // typed reply; a request to a service node 2 does not have comes back Unavailable; an ask to a
 // node that has stopped ends (Unavailable or DeadlineExceeded), never hangs; a ScopedActor on
 // node 1 gets the replies of node 2 at its own id. Watches across nodes: a watched service on
-// node 2 that is poisoned is reported stopped, a target whose node shuts down node-lost.
+// node 2 that is poisoned is reported stopped, a target whose node shuts down node-left.
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -105,7 +105,8 @@ TEST(RemoteWatchTest, ARemoteTargetThatStopsAndOneWhoseNodeShutsDownAreEachRepor
   ASSERT_NE(notice, nullptr);
   ASSERT_NE(notice->Get<EvTerminated>(), nullptr);
   EXPECT_EQ(notice->Get<EvTerminated>()->target(), survivor);
-  EXPECT_EQ(notice->Get<EvTerminated>()->reason(), TerminationReason::kNodeLost);
+  EXPECT_EQ(notice->Get<EvTerminated>()->reason(), TerminationReason::kNodeLeft)
+      << "a node that shuts down says goodbye: it left, it was not lost";
   EXPECT_EQ(inbox.Receive(absl::Milliseconds(100)), nullptr);
 }
 

@@ -138,6 +138,34 @@ TEST(WireTest, BodylessEventsAndControlFramesRoundTrip) {
   EXPECT_FALSE(*decoder.Next(&frame));
 }
 
+TEST(WireTest, TheLeavingFramesAreControlFramesOfTheirOwnKind) {
+  std::string stream;
+  for (const FrameKind kind : {FrameKind::kLeaving, FrameKind::kStopped, FrameKind::kGoodbye}) {
+    AppendControlFrame(/*ack=*/7, &stream, kind);
+  }
+  FrameDecoder decoder;
+  decoder.Append(stream);
+  Frame frame;
+  for (const FrameKind kind : {FrameKind::kLeaving, FrameKind::kStopped, FrameKind::kGoodbye}) {
+    absl::StatusOr<bool> got = decoder.Next(&frame);
+    ASSERT_TRUE(got.ok() && *got) << got.status();
+    EXPECT_EQ(frame.kind, kind);
+    EXPECT_TRUE(IsControlKind(frame.kind));
+    EXPECT_EQ(frame.ack, 7u);
+    EXPECT_EQ(frame.event_count, 0u);
+  }
+  // A leaving kind with records is as malformed as a control frame with them, and a kind past
+  // the last is unknown.
+  for (const uint8_t kind : {uint8_t{3}, uint8_t{6}}) {
+    std::string bad;
+    AppendRawFrame(static_cast<FrameKind>(kind), kind == 3 ? 1 : 0, 0, 0,
+                   kind == 3 ? std::string_view("xx") : std::string_view(), &bad);
+    FrameDecoder strict;
+    strict.Append(bad);
+    EXPECT_EQ(strict.Next(&frame).status().code(), absl::StatusCode::kDataLoss) << int{kind};
+  }
+}
+
 TEST(WireTest, RefusesALiveEvent) {
   EventHandle live(ActorId(2, 0, 1, 1), ActorId(), std::make_unique<EvWire>(1, "x"));
   FrameEncoder encoder;

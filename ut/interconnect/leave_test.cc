@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// A node leaving the cluster, step by step under the deterministic runtime: its peers stop
+// sending and refuse new events at once, what they sent before is handled and answered, the
+// goodbye ends their session as left (no dead-peer timeout), and a reply the leaving node sends
+// after its goodbye is refused where it is sent. Interconnect::Drain drives the same steps from a
+// plain thread (node_test.cc, over TCP); here the test sends the proxies the events Drain sends.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+#include "actors/actor.h"
+#include "actors/events.h"
+#include "actors/session_events.h"
+#include "actors/testing/test_runtime.h"
+#include "interconnect/interconnect.h"
+#include "interconnect/internal/events.h"
+#include "ut/interconnect/ic_test_util.h"
+#include "ut/interconnect/pipe_cluster.h"
+
+namespace troupe::interconnect {
+namespace {
+
+using testing::TestRuntime;
+using testutil::EvIcPing;
+using testutil::EvIcPong;
+
+constexpr absl::Duration kWork = absl::Milliseconds(20);
+
+// Answers each EvIcPing with an EvIcPong kWork later (a timer, as a handler that awaits
+// something would), and counts what happened to its replies.
+class SlowEcho final : public Actor {
+ public:
+  struct Log {
+    uint64_t pings = 0;
+    uint64_t refused_replies = 0;
+  };
+  explicit SlowEcho(Log* log) : Actor(&SlowEcho::StateWork), log_(log) {}
+
+ private:
+  TROUPE_STATE(StateWork) {
+    switch (ev->type()) {
+      TROUPE_HFUNC(EvIcPing, HandlePing);
+      TROUPE_HFUNC(EvWakeup, HandleWakeup);
+      TROUPE_HFUNC(EvUndelivered, HandleUndelivered);
+      default:
+        Unhandled(ev);
+    }
+  }
+  void HandlePing(EventPtr<EvIcPing> ev) {
+    ++log_->pings;
+    asker_ = ev->sender();
+    cookie_ = ev->cookie();
+    ScheduleWakeup(kWork, 0);
+  }
+  void HandleWakeup(EventPtr<EvWakeup> /*ev*/) {
+    Send(asker_, std::make_unique<EvIcPong>(), kTrackDelivery, cookie_);
+  }
+  void HandleUndelivered(EventPtr<EvUndelivered> ev) {
+    if (ev.Get()->reason == UndeliveredReason::kShutdown) {
+      ++log_->refused_replies;
+    }
+  }
+
+  Log* log_;
+  ActorId asker_;
+  uint64_t cookie_ = 0;
+};
+
+// Watches `target` from its Bootstrap and forwards its EvTerminated to `edge`.
+class WatchToEdge final : public Actor {
+ public:
+  WatchToEdge(ActorId target, ActorId edge)
+      : Actor(&WatchToEdge::StateWork), target_(target), edge_(edge) {}
+
+ private:
+  void Bootstrap() override { Watch(target_); }
+  TROUPE_STATE(StateWork) {
+    if (ev->type() == EvTerminated::kEventType) {
+      Forward(edge_, ev);
+    }
+  }
+  const ActorId target_;
+  const ActorId edge_;
+};
+
+// Sends node `node`'s proxy for `peer` an internal event, as Interconnect::Drain does.
+void ToProxy(TestRuntime& rt, NodeId node, NodeId peer, std::unique_ptr<EventBase> event) {
+  rt.Send(std::make_unique<EventHandle>(ServiceId(absl::StrCat("ic/", peer), node), ActorId(),
+                                        std::move(event)),
+          node);
+}
+
+struct LeaveFixture {
+  LeaveFixture() {
+    EXPECT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+    slow = rt.Register(std::make_unique<SlowEcho>(&log), 2);
+    client = rt.AllocateEdgeActor(1);
+    watcher_edge = rt.AllocateEdgeActor(1);
+    rt.Register(std::make_unique<WatchToEdge>(slow, watcher_edge), 1);
+  }
+  // The client asks node 2's slow echo, tracked and subscribed to the session.
+  void Ask(uint64_t cookie) {
+    rt.Send(std::make_unique<EventHandle>(slow, client, std::make_unique<EvIcPing>(),
+                                          kTrackDelivery | kSubscribeOnSession, cookie));
+  }
+
+  PipeCluster cluster{2};
+  TestRuntime& rt = *cluster.runtime;
+  SlowEcho::Log log;
+  ActorId slow;
+  ActorId client;
+  // Gets the EvTerminated of a watch on `slow` from node 1.
+  ActorId watcher_edge;
+};
+
+TEST(LeaveTest, ARequestTheLeavingNodeAcceptedIsAnsweredAndNewOnesAreRefusedAtOnce) {
+  LeaveFixture f;
+  TestRuntime& rt = f.rt;
+  f.Ask(1);
+  ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeConnected>(f.client, Within(absl::Seconds(1))));
+  ASSERT_TRUE(rt.DispatchUntil([&] { return f.log.pings == 1; }, Within(absl::Seconds(1))));
+  // 5 ms into the 20 ms of work, node 2 starts leaving.
+  ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(5)));
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvLeave>());
+  ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(1)));  // the notice crosses (50 µs each way)
+
+  // Node 1 now refuses new events for node 2 at once, without sending them.
+  const absl::Time asked = rt.Now();
+  f.Ask(2);
+  auto refused = rt.GrabEdgeEvent<EvUndelivered>(f.client, Within(absl::Seconds(1)));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->reason, UndeliveredReason::kShutdown);
+  EXPECT_FALSE(refused->unsure) << "it was never sent";
+  EXPECT_EQ(refused.handle().cookie(), 2u);
+  EXPECT_LT(rt.Now() - asked, absl::Milliseconds(1));
+
+  // The request node 2 accepted before is answered: the reply goes out while it leaves.
+  auto pong = rt.GrabEdgeEvent<EvIcPong>(f.client, Within(absl::Seconds(1)));
+  ASSERT_TRUE(pong);
+  EXPECT_EQ(pong.handle().cookie(), 1u);
+  EXPECT_EQ(f.log.pings, 1u) << "the refused request never reached node 2";
+
+  // Once node 1 acknowledged the reply (Drain waits for that too), the goodbye ends node 1's
+  // session at once, as left: no dead-peer timeout (1 s).
+  ASSERT_TRUE(rt.DispatchUntil([&] { return f.cluster.Session(2, 1).unacked_bytes == 0; },
+                               Within(absl::Seconds(1))));
+  const absl::Time goodbye = rt.Now();
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvCloseSession>(nullptr));
+  auto disconnected = rt.GrabEdgeEvent<EvNodeDisconnected>(f.client, Within(absl::Seconds(5)));
+  ASSERT_TRUE(disconnected);
+  EXPECT_EQ(disconnected->node, 2u);
+  EXPECT_TRUE(disconnected->left) << "it left, it was not lost";
+  EXPECT_LT(rt.Now() - goodbye, absl::Milliseconds(5));
+  auto terminated = rt.GrabEdgeEvent<EvTerminated>(f.watcher_edge, Within(absl::Milliseconds(5)));
+  ASSERT_TRUE(terminated);
+  EXPECT_EQ(terminated->reason(), TerminationReason::kNodeLeft);
+  EXPECT_FALSE(f.cluster.Session(1, 2).up);
+
+  // Later events for the node that left are refused at once too.
+  f.Ask(3);
+  auto later = rt.GrabEdgeEvent<EvUndelivered>(f.client, Within(absl::Milliseconds(100)));
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->reason, UndeliveredReason::kShutdown);
+  EXPECT_EQ(f.log.refused_replies, 0u);
+}
+
+TEST(LeaveTest, AGoodbyeBeforeTheWorkIsDoneRefusesTheLateReplyWhereItIsSent) {
+  LeaveFixture f;
+  TestRuntime& rt = f.rt;
+  f.Ask(1);
+  ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeConnected>(f.client, Within(absl::Seconds(1))));
+  ASSERT_TRUE(rt.DispatchUntil([&] { return f.log.pings == 1; }, Within(absl::Seconds(1))));
+  ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(5)));
+  // A deadline shorter than the work: node 2 leaves and says goodbye 5 ms in.
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvLeave>());
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvCloseSession>(nullptr));
+  auto disconnected = rt.GrabEdgeEvent<EvNodeDisconnected>(f.client, Within(absl::Seconds(5)));
+  ASSERT_TRUE(disconnected) << "the requester learns that the session ended, at once";
+  // The reply comes after the goodbye: node 2 refuses it, reported to the actor that sent it.
+  ASSERT_TRUE(rt.DispatchUntil([&] { return f.log.refused_replies == 1; },
+                               Within(absl::Milliseconds(100))));
+  EXPECT_TRUE(rt.AdvanceTime(absl::Milliseconds(50)));
+  for (const EventHandlePtr& ev : rt.TakeEdgeEvents(f.client)) {
+    EXPECT_NE(ev->type(), EvIcPong::kEventType) << "no reply crosses after the goodbye";
+  }
+}
+
+TEST(LeaveTest, TwoNodesLeavingAtOnceRefuseEachOthersNewEvents) {
+  LeaveFixture f;
+  TestRuntime& rt = f.rt;
+  f.Ask(1);
+  ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeConnected>(f.client, Within(absl::Seconds(1))));
+  ASSERT_TRUE(rt.DispatchUntil([&] { return f.log.pings == 1; }, Within(absl::Seconds(1))));
+  ToProxy(rt, 1, 2, std::make_unique<internal::EvLeave>());
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvLeave>());
+  // Each refuses new events for the other: node 2's reply, sent after node 1's notice came, is
+  // refused where it is sent (never sent, so never half-delivered).
+  ASSERT_TRUE(rt.DispatchUntil([&] { return f.log.refused_replies == 1; },
+                               Within(absl::Milliseconds(100))));
+  ToProxy(rt, 1, 2, std::make_unique<internal::EvCloseSession>(nullptr));
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvCloseSession>(nullptr));
+  ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeDisconnected>(f.client, Within(absl::Milliseconds(10))));
+  for (const EventHandlePtr& ev : rt.TakeEdgeEvents(f.client)) {
+    EXPECT_NE(ev->type(), EvIcPong::kEventType);
+  }
+}
+
+}  // namespace
+}  // namespace troupe::interconnect
