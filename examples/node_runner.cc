@@ -30,7 +30,12 @@ sigset_t TerminationSignals() {
 }  // namespace
 
 void BlockTerminationSignals() {
-  const sigset_t set = TerminationSignals();
+  sigset_t set = TerminationSignals();
+  // Signals whose default action would end the process although a node has no use for them:
+  // blocked too, they stay pending and end nothing.
+  for (const int ignored : {SIGHUP, SIGUSR1, SIGUSR2}) {
+    sigaddset(&set, ignored);
+  }
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 

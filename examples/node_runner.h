@@ -9,7 +9,9 @@
 // thread (executor pools, scheduler, the TCP transport's I/O thread) inherits the blocked mask and
 // SIGINT/SIGTERM wait for WaitForTerminationSignal() on the main thread instead of killing the
 // process mid-handler. Then the main thread stops the node with troupe::node::Node::Shutdown, which
-// drains the interconnect before it stops the ActorSystem.
+// leaves the cluster (interconnect.h, "Leaving") before it stops the ActorSystem. SIGHUP, SIGUSR1
+// and SIGUSR2 are blocked as well and do nothing: only SIGINT and SIGTERM (and SIGKILL) end a
+// node.
 //
 // Thread-safety: call everything from the main thread.
 //

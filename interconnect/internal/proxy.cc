@@ -31,6 +31,11 @@ void Proxy::HandleKick(EventPtr<EvKick> /*ev*/) {
     return;
   }
   NoteWaiting();
+  TakeRouted();
+  Flush();
+}
+
+void Proxy::TakeRouted() {
   channel_->Drain([this](EventHandlePtr ev) {
     if (ev->HasFlag(kSubscribeOnSession) && !ev->sender().IsEmpty()) {
       Subscribe(ev->sender());
@@ -40,7 +45,6 @@ void Proxy::HandleKick(EventPtr<EvKick> /*ev*/) {
       ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kTooLarge);
     }
   });
-  Flush();
 }
 
 void Proxy::NoteWaiting() {

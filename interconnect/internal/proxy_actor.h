@@ -100,6 +100,9 @@ class Proxy final : public Actor {
   // -- events from the router --------------------------------------------------------------------
 
   void HandleKick(EventPtr<EvKick> /*ev*/);
+  // Moves the events the router queued into the outbound stream (subscribing the senders that
+  // asked for it); one too large for any frame is reported Undelivered{kTooLarge}.
+  void TakeRouted();
 
   // Without a session, the wait for one starts with the first event or subscriber.
   void NoteWaiting();
@@ -113,8 +116,7 @@ class Proxy final : public Actor {
   // transport's shutdown closes it.
   void HandleClose(EventPtr<EvCloseSession> ev);
 
-  // -- leaving
-  // -------------------------------------------------------------------------------------
+  // -- leaving -----------------------------------------------------------------------------------
   //
   // This node leaves (Interconnect::Drain): the peer hears kLeaving and answers kStopped once it
   // has sent all it will; meanwhile both keep acknowledging, delivering and sending (this node's

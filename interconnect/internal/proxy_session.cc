@@ -15,9 +15,7 @@
 #include "actors/log.h"
 #include "actors/node_hooks.h"
 #include "actors/session_events.h"
-#include "interconnect/internal/dial_backoff.h"
 #include "interconnect/internal/events.h"
-#include "interconnect/internal/handover.h"
 #include "interconnect/internal/proxy_actor.h"
 #include "interconnect/internal/session_subscribers.h"
 #include "interconnect/internal/wire.h"
@@ -44,12 +42,7 @@ void Proxy::HandlePeerLeaving() {
   }
   TROUPE_LOG(kInfo, kInterconnect)
       << Peer() << " is leaving: what was sent to it goes out, new events are refused";
-  channel_->Drain([this](EventHandlePtr ev) {
-    if (absl::Status status = out_->Enqueue(ev); !status.ok()) {
-      channel_->Release(HeldCharge(*ev));
-      ReportUndelivered(*system(), std::move(ev), UndeliveredReason::kTooLarge);
-    }
-  });
+  TakeRouted();  // routed before the notice: they go out
   peer_leaving_ = true;
 }
 

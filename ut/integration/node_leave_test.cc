@@ -155,6 +155,7 @@ TEST(NodeLeaveTest, ARequestInProgressIsAnsweredBeforeTheNodeLeaves) {
   const absl::Duration notice = absl::FromUnixNanos(log.disconnected_at_ns.load()) - shutdown;
   EXPECT_LT(notice, absl::Milliseconds(900)) << "the peer heard goodbye, not the 1 s timeout";
   EXPECT_TRUE(log.left.load());
+  RecordProperty("notice_us", static_cast<int>(absl::ToInt64Microseconds(notice)));
 }
 
 TEST(NodeLeaveTest, UnderLoadEveryRequestIsAnsweredOrReported) {

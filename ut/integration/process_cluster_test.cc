@@ -297,6 +297,25 @@ TEST(ProcessClusterTest, KilledProcessIsReportedAndItsRestartGetsANewSession) {
   EXPECT_EQ(cluster.Session(2).sessions, 2u) << "the restarted process is a new session";
 }
 
+// Only SIGINT and SIGTERM end a node: SIGHUP, SIGUSR1 and SIGUSR2 leave it serving, and a SIGTERM
+// after them is still a clean stop.
+TEST(ProcessClusterTest, OnlyTheTerminatingSignalsEndANode) {
+  ProcessCluster cluster;
+  cluster.StartProcess(2);
+  cluster.StartSelf();
+  cluster.Ping(2, 1);
+  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 1, absl::Seconds(30))) << cluster.Describe();
+  for (const int signal : {SIGHUP, SIGUSR1, SIGUSR2}) {
+    cluster.SignalProcess(2, signal);
+  }
+  cluster.Ping(2, 2);
+  ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 2, absl::Seconds(30))) << cluster.Describe();
+  const int status = cluster.KillProcess(2, SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status) << "\n"
+                                 << cluster.Log(2);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << cluster.Log(2);
+}
+
 // Node 1 (a process) reaches this node through a relay that cuts every connection several times
 // while pings stream: every pong comes back once, in order, on one session.
 TEST(ProcessClusterTest, CutsMidStreamBetweenProcessesLoseNothing) {

@@ -108,6 +108,17 @@ struct LeaveFixture {
     rt.Send(std::make_unique<EventHandle>(slow, client, std::make_unique<EvIcPing>(),
                                           kTrackDelivery | kSubscribeOnSession, cookie));
   }
+  // The client asks (cookie 1) and the session is up; returns once node 2's work began.
+  ::testing::AssertionResult AskAndWaitForTheWork() {
+    Ask(1);
+    if (!rt.GrabEdgeEvent<EvNodeConnected>(client, Within(absl::Seconds(1)))) {
+      return ::testing::AssertionFailure() << "no session";
+    }
+    if (!rt.DispatchUntil([&] { return log.pings == 1; }, Within(absl::Seconds(1)))) {
+      return ::testing::AssertionFailure() << "the request never reached node 2";
+    }
+    return ::testing::AssertionSuccess();
+  }
 
   PipeCluster cluster{2};
   TestRuntime& rt = *cluster.runtime;
@@ -121,9 +132,7 @@ struct LeaveFixture {
 TEST(LeaveTest, ARequestTheLeavingNodeAcceptedIsAnsweredAndNewOnesAreRefusedAtOnce) {
   LeaveFixture f;
   TestRuntime& rt = f.rt;
-  f.Ask(1);
-  ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeConnected>(f.client, Within(absl::Seconds(1))));
-  ASSERT_TRUE(rt.DispatchUntil([&] { return f.log.pings == 1; }, Within(absl::Seconds(1))));
+  ASSERT_TRUE(f.AskAndWaitForTheWork());
   // 5 ms into the 20 ms of work, node 2 starts leaving.
   ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(5)));
   ToProxy(rt, 2, 1, std::make_unique<internal::EvLeave>());
@@ -172,9 +181,7 @@ TEST(LeaveTest, ARequestTheLeavingNodeAcceptedIsAnsweredAndNewOnesAreRefusedAtOn
 TEST(LeaveTest, AGoodbyeBeforeTheWorkIsDoneRefusesTheLateReplyWhereItIsSent) {
   LeaveFixture f;
   TestRuntime& rt = f.rt;
-  f.Ask(1);
-  ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeConnected>(f.client, Within(absl::Seconds(1))));
-  ASSERT_TRUE(rt.DispatchUntil([&] { return f.log.pings == 1; }, Within(absl::Seconds(1))));
+  ASSERT_TRUE(f.AskAndWaitForTheWork());
   ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(5)));
   // A deadline shorter than the work: node 2 leaves and says goodbye 5 ms in.
   ToProxy(rt, 2, 1, std::make_unique<internal::EvLeave>());
@@ -193,9 +200,7 @@ TEST(LeaveTest, AGoodbyeBeforeTheWorkIsDoneRefusesTheLateReplyWhereItIsSent) {
 TEST(LeaveTest, TwoNodesLeavingAtOnceRefuseEachOthersNewEvents) {
   LeaveFixture f;
   TestRuntime& rt = f.rt;
-  f.Ask(1);
-  ASSERT_TRUE(rt.GrabEdgeEvent<EvNodeConnected>(f.client, Within(absl::Seconds(1))));
-  ASSERT_TRUE(rt.DispatchUntil([&] { return f.log.pings == 1; }, Within(absl::Seconds(1))));
+  ASSERT_TRUE(f.AskAndWaitForTheWork());
   ToProxy(rt, 1, 2, std::make_unique<internal::EvLeave>());
   ToProxy(rt, 2, 1, std::make_unique<internal::EvLeave>());
   // Each refuses new events for the other: node 2's reply, sent after node 1's notice came, is
