@@ -44,7 +44,7 @@ struct MonitoringServer::Impl {
 };
 
 absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
-    ActorSystem* system, const proto::MonitoringConfig& config) {
+    ActorSystem* system, const proto::MonitoringConfig& config, MonitoringOptions options) {
   if (system == nullptr) {
     return absl::InvalidArgumentError("MonitoringServer::Start: null system");
   }
@@ -75,6 +75,19 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
                response.set_content(PrometheusText(system->metrics()),
                                     "text/plain; version=0.0.4; charset=utf-8");
              });
+  server.Get("/healthz", [](const httplib::Request& /*request*/, httplib::Response& response) {
+    response.set_content("ok\n", "text/plain; charset=utf-8");
+  });
+  server.Get("/readyz", [readiness = std::move(options.readiness)](
+                            const httplib::Request& /*request*/, httplib::Response& response) {
+    const absl::Status ready = readiness ? readiness() : absl::OkStatus();
+    if (!ready.ok()) {
+      response.status = 503;
+    }
+    response.set_content(
+        ready.ok() ? std::string("ready\n") : absl::StrCat("not ready: ", ready.message(), "\n"),
+        "text/plain; charset=utf-8");
+  });
 
   const NodeId node = system->node_id();
   if (config.port() == 0) {

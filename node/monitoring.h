@@ -13,6 +13,10 @@
 //   |               | the Prometheus text format 0.0.4 (PrometheusText, actors/metrics.h):   |
 //   |               | pools, mailboxes, timers, dropped events and every session by peer,    |
 //   |               | each labelled node="<id>"                                              |
+//   | GET /healthz  | 200 "ok": the process serves (a liveness probe)                        |
+//   | GET /readyz   | 200 "ready" when MonitoringOptions::readiness says OK (always, without |
+//   |               | one); else 503 and the reason, one line (a readiness probe). Node's    |
+//   |               | meaning is in node.h                                                   |
 //   | anything else | 404                                                                    |
 // troupe::node::Node starts one when the config has `monitoring { port: N }` (proto/config.proto;
 // port 0 takes a free one) and stops it first on Shutdown. A scrape reads each metric's current
@@ -32,9 +36,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include "actors/actor_system.h"
@@ -42,12 +48,18 @@
 
 namespace troupe::node {
 
+struct MonitoringOptions {
+  // Answers /readyz: OK when the node is ready, else why not (the message is the answer's body).
+  // Called on the server's thread for each request; null means always ready.
+  std::function<absl::Status()> readiness = nullptr;
+};
+
 class MonitoringServer {
  public:
   // Listens on config.host (default 127.0.0.1) and config.port, and starts answering.
   // kUnavailable names the address when it cannot be bound (in use, no such address).
   static absl::StatusOr<std::unique_ptr<MonitoringServer>> Start(
-      ActorSystem* system, const proto::MonitoringConfig& config);
+      ActorSystem* system, const proto::MonitoringConfig& config, MonitoringOptions options = {});
   // Stops listening; an answer in progress finishes first.
   ~MonitoringServer();
   MonitoringServer(const MonitoringServer&) = delete;

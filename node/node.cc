@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 
 #include "actors/log.h"
@@ -103,13 +105,51 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig
   const proto::MonitoringConfig& monitoring = node->system_->config().monitoring();
   if (monitoring.has_port()) {
     absl::StatusOr<std::unique_ptr<MonitoringServer>> server =
-        MonitoringServer::Start(node->system_.get(), monitoring);
+        MonitoringServer::Start(node->system_.get(), monitoring,
+                                {.readiness = [raw = node.get()] { return raw->Readiness(); }});
     if (!server.ok()) {
       return server.status();  // ~Node stops the interconnect and the system
     }
     node->monitoring_ = std::move(*server);
   }
+  node->serving_.store(true, std::memory_order_release);
   return node;
+}
+
+absl::Status Node::Readiness() const {
+  if (!serving_.load(std::memory_order_acquire)) {
+    return absl::UnavailableError("starting or shutting down");
+  }
+  if (interconnect_ == nullptr) {
+    return absl::OkStatus();
+  }
+  const std::vector<interconnect::NodeEndpoint> members = interconnect_->nameservice()->Members();
+  const std::vector<interconnect::SessionCounters> sessions = interconnect_->Counters();
+  bool listed = false;
+  std::vector<NodeId> missing;
+  for (const interconnect::NodeEndpoint& member : members) {
+    if (member.node == id_) {
+      listed = true;
+      continue;
+    }
+    if (member.client) {
+      continue;  // it dials this node; nothing waits for it
+    }
+    const bool up = std::any_of(sessions.begin(), sessions.end(), [&](const auto& session) {
+      return session.peer == member.node && session.up;
+    });
+    if (!up) {
+      missing.push_back(member.node);
+    }
+  }
+  if (membership_ != nullptr && !listed) {
+    return absl::UnavailableError(absl::StrCat("node ", id_, " is not in the etcd membership"));
+  }
+  if (!missing.empty()) {
+    return absl::UnavailableError(absl::StrCat(
+        "no session with node", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", ")));
+  }
+  return absl::OkStatus();
 }
 
 Node::~Node() { (void)Shutdown(absl::ZeroDuration()); }
@@ -136,6 +176,7 @@ Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {
     return {};
   }
   stopped_ = true;
+  serving_.store(false, std::memory_order_release);
   const LogBinding binding(&system_->log_context());
   monitoring_.reset();
   ShutdownReport report;

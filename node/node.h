@@ -16,7 +16,8 @@
 //   |                       | when config.interconnect() lists nodes or has etcd (the node is    |
 //   |                       | then listening, published, and dialling every member), then the    |
 //   |                       | monitoring server when config.monitoring() has a port              |
-//   |                       | (monitoring.h: GET /metrics); on failure nothing is left running   |
+//   |                       | (monitoring.h: GET /metrics, /healthz, /readyz as Readiness says); |
+//   |                       | on failure nothing is left running                                 |
 //   |                       | and the status names the field or the cause                        |
 //   | WaitForPeer(s)        | blocks until sessions are up, with a timeout                       |
 //   | Shutdown(timeout)     | stops the monitoring server, leaves through the interconnect       |
@@ -48,6 +49,7 @@
 //   return report.flushed ? 0 : 1;
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -125,6 +127,14 @@ class Node {
   // (Interconnect::WaitForPeers). OK at once for a node without an interconnect.
   absl::Status WaitForPeers(absl::Duration timeout);
 
+  // What the monitoring server's /readyz answers: OK when Start has returned, the node is not
+  // shutting down and, with an interconnect, a session is up with every member it must reach
+  // (every listening member but itself: a client is reached by the members it dials, never
+  // needed) and, with etcd membership, the node is in it. Otherwise kUnavailable saying which
+  // (e.g. "no session with node 3"). A cluster with a member down is not ready on any node: a
+  // rolling restart that waits on /readyz waits for the cluster to be whole again.
+  absl::Status Readiness() const;
+
   // -- stopping -----------------------------------------------------------------------------------
 
   // Stops the node (see the file comment): `timeout` bounds the drain of remote events; the
@@ -144,6 +154,8 @@ class Node {
   std::unique_ptr<interconnect::Interconnect> interconnect_;
   std::unique_ptr<MonitoringServer> monitoring_;
   bool stopped_ = false;
+  // Start has returned and Shutdown has not begun (read by the monitoring server's thread).
+  std::atomic<bool> serving_{false};
 };
 
 }  // namespace troupe::node

@@ -251,6 +251,33 @@ TEST(MonitoringTest, MetricsOfATwoNodeClusterAreValidPrometheusTextAndMoveUnderT
       << "the interconnect's port does not speak HTTP";
 }
 
+// /healthz says the process serves; /readyz says 503 and which session is missing until every
+// listening member is reached, then 200.
+TEST(MonitoringTest, ReadyzWaitsForTheMembersAndHealthzOnlyForTheProcess) {
+  testutil::LoopbackPorts ports(2);
+  std::unique_ptr<Node> one = StartNode(Monitored(ports.ConfigFor(1, "test")));
+  ASSERT_NE(one, nullptr);
+  const std::string url = one->monitoring()->url();
+  const Scrape health = Get(url, "/healthz");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body, "ok\n");
+  const Scrape alone = Get(url, "/readyz");
+  EXPECT_EQ(alone.status, 503);
+  EXPECT_EQ(alone.body, "not ready: no session with node 2\n");
+  EXPECT_EQ(one->Readiness().code(), absl::StatusCode::kUnavailable);
+
+  std::unique_ptr<Node> two = StartNode(Monitored(ports.ConfigFor(2, "test")));
+  ASSERT_NE(two, nullptr);
+  EXPECT_TRUE(Eventually([&] { return Get(url, "/readyz").status == 200; }, absl::Seconds(30)))
+      << Get(url, "/readyz").body;
+  EXPECT_EQ(Get(url, "/readyz").body, "ready\n");
+  EXPECT_TRUE(Eventually([&] { return Get(two->monitoring()->url(), "/readyz").status == 200; },
+                         absl::Seconds(30)));
+  // Node 2 leaves: node 1 is not ready again, and says why.
+  two->Shutdown(absl::Seconds(5));
+  EXPECT_TRUE(Eventually([&] { return Get(url, "/readyz").status == 503; }, absl::Seconds(30)));
+}
+
 TEST(MonitoringTest, TheStatusPageShowsPoolsPeersAndEscapedWarnings) {
   testutil::LoopbackPorts ports(2);
   std::unique_ptr<Node> one = StartNode(Monitored(ports.ConfigFor(1, "test")));
