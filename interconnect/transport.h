@@ -106,9 +106,11 @@ class Transport {
   // Returns what the transport knows about the remote end of `connection` (empty for an unknown
   // or closed one). Complete once the connection's first bytes have been reported.
   virtual PeerInfo Peer(ConnectionId connection) const = 0;
-  // Closes every connection and listener of this transport and stops its threads: no event is
-  // sent after it returns, and every later call is a no-op (Connect returns an id that never comes
-  // up). Idempotent; the destructor calls it. Call it before the ActorSystem goes away.
+  // Closes every connection and listener of this transport and stops its threads. As Close does,
+  // it tells no owner of its own connections: none hears of one from the moment Shutdown begins
+  // (not even of a connection that fails meanwhile), no event at all is sent after it returns,
+  // and every later call is a no-op (Connect returns an id that never comes up). Idempotent; the
+  // destructor calls it. Call it before the ActorSystem goes away.
   virtual void Shutdown() = 0;
 };
 
