@@ -12,7 +12,8 @@
 //   kUp        | frames flow on `conn_`                          | down, silence, protocol error |
 // The accepting side goes kNone → kUp when an incoming handshake actor hands it a connection (a
 // newer one replaces the old). Connections come to the proxy checked, through the hand-over of
-// handover.h; the proxy never reads a handshake.
+// handover.h; the proxy never reads a handshake. A node's leaving (kLeaving, kStopped, kGoodbye
+// frames) is described under "Leaving" in interconnect.h. The class is in proxy_actor.h.
 //
 // No fault turns into a loop:
 //   | fault                                        | the proxy                                    |
