@@ -8,9 +8,12 @@
 #include <ctime>
 #include <fstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 #include "actors/log.h"
 #include "node/config.h"
@@ -62,6 +65,35 @@ std::string SignalName(int signal) {
     default:
       return absl::StrCat("signal ", signal);
   }
+}
+
+absl::StatusOr<interconnect::ProtocolRange> ParseTestingProtocol(absl::string_view versions,
+                                                                 absl::string_view features) {
+  interconnect::ProtocolRange range;
+  if (!versions.empty()) {
+    const std::vector<absl::string_view> ends = absl::StrSplit(versions, "..");
+    if (ends.size() > 2 || !absl::SimpleAtoi(ends.front(), &range.oldest) ||
+        !absl::SimpleAtoi(ends.back(), &range.newest) || range.oldest == 0 ||
+        range.oldest > range.newest) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--testing_protocol: expected a version N or a range OLDEST..NEWEST from 1, "
+                       "got \"",
+                       versions, "\""));
+    }
+  }
+  if (features == "none") {
+    range.features.clear();
+  } else if (features != "build") {
+    range.features.clear();
+    for (absl::string_view feature : absl::StrSplit(features, ',')) {
+      if (feature.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--testing_features: an empty name in \"", features, "\""));
+      }
+      range.features.emplace_back(feature);
+    }
+  }
+  return range;
 }
 
 absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path, uint32_t node_id) {

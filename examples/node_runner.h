@@ -32,10 +32,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 #include "actors/actor_system.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/protocol.h"
 #include "proto/config.pb.h"
 
 namespace troupe::examples {
@@ -65,6 +67,12 @@ absl::Status WriteNodeIdFile(const std::string& path, NodeId node,
 // Returns the id WriteNodeIdFile wrote to `path`, or 0 when there is none (yet); sets
 // `*metrics_url` (when not null) to the URL written with it.
 NodeId ReadNodeIdFile(const std::string& path, std::string* metrics_url = nullptr);
+
+// Returns what troupe_node --testing_protocol=`versions` --testing_features=`features` announce:
+// `versions` is "N" or "OLDEST..NEWEST" (empty: this build's), `features` a comma-separated list
+// ("none": no feature; "build": this build's). kInvalidArgument names the flag at fault.
+absl::StatusOr<interconnect::ProtocolRange> ParseTestingProtocol(absl::string_view versions,
+                                                                 absl::string_view features);
 
 // Makes sure the interconnect's info lines (sessions up and ended) reach the log, whatever level
 // the config asked for.

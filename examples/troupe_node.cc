@@ -8,6 +8,8 @@
 // (interconnect.etcd): then a config without node_id gets its id from etcd, and the node leaves
 // the cluster when it stops. Its first line names its id; --id_file also writes it to a file
 // (troupe_cluster reads it).
+// --testing_protocol and --testing_features make it announce another release's protocol versions
+// and features (interconnect/protocol.h), for mixed-version tests.
 // A bad flag exits 2; a bad config prints the field at fault and exits 3 (cli.h).
 //
 //   troupe_node --config=cluster.conf --node_id=2
@@ -20,12 +22,14 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 #include "actors/actor_system.h"
 #include "cli.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/protocol.h"
 #include "loadtest.h"
 #include "node/node.h"
 #include "node_runner.h"
@@ -40,6 +44,13 @@ ABSL_FLAG(int, monitoring_port, 0,
 ABSL_FLAG(std::string, id_file, "",
           "once the node is up, write its id into this file (useful when etcd chooses it), and "
           "on a second line the URL of its metrics");
+
+ABSL_FLAG(std::string, testing_protocol, "",
+          "for tests that play another release: the protocol versions to announce, N or "
+          "OLDEST..NEWEST (empty: this build's); frames stay this build's");
+ABSL_FLAG(std::string, testing_features, "build",
+          "for tests that play another release: the features to announce, comma-separated "
+          "(\"none\": none; \"build\": this build's)");
 
 int main(int argc, char** argv) {
   // First, before any thread exists: every thread inherits the blocked mask.
@@ -64,6 +75,13 @@ int main(int argc, char** argv) {
                  monitoring_port);
     return kExitUsage;
   }
+  absl::StatusOr<troupe::interconnect::ProtocolRange> protocol =
+      troupe::examples::ParseTestingProtocol(absl::GetFlag(FLAGS_testing_protocol),
+                                             absl::GetFlag(FLAGS_testing_features));
+  if (!protocol.ok()) {
+    std::fprintf(stderr, "troupe_node: %s\n", absl::StrCat(protocol.status().message()).c_str());
+    return kExitUsage;
+  }
   if (absl::GetFlag(FLAGS_config).empty()) {
     std::fprintf(stderr,
                  "troupe_node: --config: required (a protobuf text file with the node "
@@ -83,6 +101,7 @@ int main(int argc, char** argv) {
   }
   // Services are registered before the interconnect starts: a peer never finds them missing.
   troupe::node::NodeOptions options;
+  options.interconnect.protocol = *protocol;
   options.on_system_start = [](troupe::ActorSystem& system) {
     troupe::examples::EnableSessionLogs();
     return troupe::examples::RegisterNodeServices(&system);
@@ -105,6 +124,13 @@ int main(int argc, char** argv) {
   } else {
     std::printf("troupe_node: node %u up, listening on port %u, %d nodes in the table\n", self,
                 ic->port(), (*node)->system().config().interconnect().nodes_size());
+  }
+  if (!absl::GetFlag(FLAGS_testing_protocol).empty() ||
+      absl::GetFlag(FLAGS_testing_features) != "build") {
+    std::printf(
+        "troupe_node: node %u announces protocol versions %u..%u, features: %s (testing)\n", self,
+        protocol->oldest, protocol->newest,
+        protocol->features.empty() ? "none" : absl::StrJoin(protocol->features, ",").c_str());
   }
   std::string metrics;
   if (const troupe::node::MonitoringServer* monitoring = (*node)->monitoring()) {

@@ -12,6 +12,7 @@
 //     refusals may be added without changing this target);
 //   - MakeRefusal, whatever the reason's length, makes an answer the dialler can read back, with
 //     (a prefix of) the reason.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -26,6 +27,7 @@
 #include "fuzz/input.h"
 #include "fuzz/targets.h"
 #include "interconnect/internal/handshake.h"
+#include "interconnect/protocol.h"
 #include "proto/interconnect.pb.h"
 
 namespace troupe::fuzz {
@@ -35,7 +37,6 @@ using interconnect::internal::AppendHandshake;
 using interconnect::internal::HandshakeReader;
 using interconnect::internal::kHandshakeMagic;
 using interconnect::internal::kMaxHandshakeSize;
-using interconnect::internal::kProtocolVersion;
 
 std::string ClusterId(uint8_t selector) {
   return std::string(kClusterIds[selector % kClusterIds.size()]);
@@ -90,7 +91,14 @@ void CheckAccepted(const proto::Handshake& peer, const interconnect::internal::L
     TROUPE_CHECK(!status.message().empty()) << status;
     return;
   }
-  TROUPE_CHECK(peer.protocol_version() == kProtocolVersion);
+  const uint32_t oldest =
+      peer.min_protocol_version() != 0 ? peer.min_protocol_version() : peer.protocol_version();
+  TROUPE_CHECK(oldest <= peer.protocol_version() &&
+               peer.protocol_version() >= self.protocol.oldest && oldest <= self.protocol.newest);
+  const interconnect::internal::SessionProtocol agreed =
+      interconnect::internal::AgreeProtocol(peer, self.protocol);
+  TROUPE_CHECK(agreed.version >= std::max(oldest, self.protocol.oldest) &&
+               agreed.version <= std::min(peer.protocol_version(), self.protocol.newest));
   TROUPE_CHECK(peer.cluster_id() == self.cluster_id);
   TROUPE_CHECK(peer.to_node() == self.node);
   if (dialed.has_value()) {
@@ -155,7 +163,11 @@ void FuzzHandshake(std::string_view data) {
     }
     proto::Handshake handshake;
     const uint8_t version = in.Byte();
-    handshake.set_protocol_version(version == 0 ? kProtocolVersion : version);
+    // 0: this build's range; else a range ending at `version` that starts at half of it (0:
+    // a peer that announces one version).
+    handshake.set_protocol_version(version == 0 ? interconnect::kNewestProtocolVersion : version);
+    handshake.set_min_protocol_version(version == 0 ? interconnect::kOldestProtocolVersion
+                                                    : version >> 1);
     handshake.set_cluster_id(ClusterId(in.Byte()));
     handshake.set_from_node(in.Byte());
     handshake.set_to_node(in.Byte());

@@ -24,6 +24,7 @@
 #include "fuzz/targets.h"
 #include "interconnect/internal/handshake.h"
 #include "interconnect/internal/wire.h"
+#include "interconnect/protocol.h"
 #include "proto/events.pb.h"
 #include "proto/interconnect.pb.h"
 #include "ut/actors/test_events.pb.h"
@@ -331,7 +332,9 @@ void WriteHandshakeSeeds() {
     Write(kTarget, name, prefix(0, splits, Identity()) + std::string(stream));
   };
   proto::Handshake valid;
-  valid.set_protocol_version(interconnect::internal::kProtocolVersion);
+  valid.set_protocol_version(interconnect::kNewestProtocolVersion);
+  valid.set_min_protocol_version(interconnect::kOldestProtocolVersion);
+  valid.add_features(interconnect::kFeatureLeave);
   valid.set_cluster_id("shop");
   valid.set_from_node(2);
   valid.set_to_node(1);

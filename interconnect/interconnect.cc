@@ -199,6 +199,12 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   if (identity.incarnation == 0) {
     return absl::InvalidArgumentError("incarnation: must not be 0");
   }
+  if (options.protocol.oldest == 0 || options.protocol.oldest > options.protocol.newest) {
+    return absl::InvalidArgumentError(absl::StrCat("protocol: versions ", options.protocol.oldest,
+                                                   "..", options.protocol.newest,
+                                                   " are not a range of versions from 1"));
+  }
+  identity.protocol = options.protocol;
   // A weak reference: the nameservice may be the user's, and must not keep itself alive through
   // the identity that the interconnect's actors hold.
   identity.is_member = [names = std::weak_ptr<Nameservice>(nameservice), self](NodeId node) {

@@ -89,6 +89,15 @@
 // Undelivered{kShutdown} to the actor that replies; the requester learns of the session's end
 // (EvNodeDisconnected) but not of that request. A reply an actor defers on a timer longer than
 // kDrainLinger counts as not yet in flight.
+// Steps 1 and 3 need the feature "leave" on both sides (protocol.h); with a peer that lacks it
+// (a release without the feature), this node skips them for that peer: it still handles and
+// answers what arrives until the sessions close, and the peer learns of the close as of a lost
+// connection.
+//
+// Versions: each handshake announces the protocol versions the node speaks and its features
+// (InterconnectOptions::protocol, protocol.h); a session uses the newest version both speak
+// (SessionCounters::protocol_version, troupe_session_protocol_version) and the features both
+// have, and nodes without a common version refuse each other, naming both ranges.
 //
 // Lifetime: destroy the Interconnect before its ActorSystem (troupe::node::Node, node/node.h, does
 // it for you); an ActorSystem destroyed first aborts with a message saying so (LeaseSystem in
@@ -121,6 +130,7 @@
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
 #include "interconnect/nameservice.h"
+#include "interconnect/protocol.h"
 #include "interconnect/transport.h"
 
 namespace troupe::interconnect {
@@ -146,6 +156,10 @@ struct InterconnectOptions {
   // Where nodes listen and who is a member; null means a StaticNameservice of the config's node
   // table.
   std::shared_ptr<Nameservice> nameservice = nullptr;
+  // The protocol versions and features the handshakes announce (protocol.h): this build's. Tests
+  // that play another release (a mixed-version test, troupe_node --testing_protocol) announce
+  // another; the frames are this build's whatever is announced.
+  ProtocolRange protocol = {};
 };
 
 // What one proxy knows about its session, read without stopping it: a view of its
@@ -186,6 +200,8 @@ struct SessionCounters {
   // Round trip of a data frame and its acknowledgement, smoothed (each sample weighs 1/8); zero
   // before the first.
   absl::Duration round_trip;
+  // The protocol version the session uses (protocol.h); 0 before the first session.
+  uint64_t protocol_version = 0;
 };
 
 // Returns the counters of every peer session whose troupe_session_* metrics `registry` holds, in

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interconnect/internal/handshake.h"
 
+#include <algorithm>
 #include <array>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -46,12 +48,54 @@ absl::StatusOr<std::optional<proto::Handshake>> HandshakeReader::Next() {
   return handshake;
 }
 
+namespace {
+
+// A handshake without min_protocol_version comes from a node that speaks one version.
+uint32_t PeerOldest(const proto::Handshake& peer) {
+  return peer.min_protocol_version() != 0 ? peer.min_protocol_version() : peer.protocol_version();
+}
+
+void Announce(const ProtocolRange& range, proto::Handshake* hs) {
+  hs->set_protocol_version(range.newest);
+  hs->set_min_protocol_version(range.oldest);
+  for (const std::string& feature : range.features) {
+    hs->add_features(feature);
+  }
+}
+
+}  // namespace
+
+std::string RangeText(uint32_t oldest, uint32_t newest) {
+  return oldest == newest ? absl::StrCat(newest) : absl::StrCat(oldest, "..", newest);
+}
+
+SessionProtocol AgreeProtocol(const proto::Handshake& peer, const ProtocolRange& self) {
+  SessionProtocol agreed;
+  agreed.version = std::min(peer.protocol_version(), self.newest);
+  for (const std::string& feature : self.features) {
+    if (absl::c_linear_search(peer.features(), feature) &&
+        !absl::c_linear_search(agreed.features, feature)) {
+      agreed.features.push_back(feature);
+      agreed.leave = agreed.leave || feature == kFeatureLeave;
+    }
+  }
+  return agreed;
+}
+
 absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& self,
                             std::optional<NodeId> dialed, std::optional<NodeId> certified) {
-  if (peer.protocol_version() != kProtocolVersion) {
+  const uint32_t peer_newest = peer.protocol_version();
+  const uint32_t peer_oldest = PeerOldest(peer);
+  if (peer_oldest > peer_newest) {
     return absl::FailedPreconditionError(
-        absl::StrFormat("node %u speaks protocol version %u; this node speaks %u", peer.from_node(),
-                        peer.protocol_version(), kProtocolVersion));
+        absl::StrFormat("node %u announces protocol versions %u..%u, an empty range",
+                        peer.from_node(), peer_oldest, peer_newest));
+  }
+  if (peer_newest < self.protocol.oldest || peer_oldest > self.protocol.newest) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("node %u speaks protocol version %s; this node speaks %s", peer.from_node(),
+                        RangeText(peer_oldest, peer_newest),
+                        RangeText(self.protocol.oldest, self.protocol.newest)));
   }
   if (peer.cluster_id() != self.cluster_id) {
     return absl::FailedPreconditionError(
@@ -87,7 +131,7 @@ proto::Handshake MakeSessionHandshake(const LocalIdentity& self, NodeId peer,
                                       uint64_t peer_incarnation, uint64_t received,
                                       uint64_t max_frame_payload, uint64_t max_event_size) {
   proto::Handshake hs;
-  hs.set_protocol_version(kProtocolVersion);
+  Announce(self.protocol, &hs);
   hs.set_cluster_id(self.cluster_id);
   hs.set_from_node(self.node);
   hs.set_to_node(peer);
@@ -101,7 +145,7 @@ proto::Handshake MakeSessionHandshake(const LocalIdentity& self, NodeId peer,
 
 proto::Handshake MakeRefusal(const LocalIdentity& self, std::string_view reason) {
   proto::Handshake refusal;
-  refusal.set_protocol_version(kProtocolVersion);
+  Announce(self.protocol, &refusal);
   refusal.set_cluster_id(self.cluster_id);
   refusal.set_from_node(self.node);
   refusal.set_incarnation(self.incarnation);

@@ -8,7 +8,8 @@
 // other's with CheckHandshake before any frame:
 //   | check                                             | refusal (kFailedPrecondition) names    |
 //   |---------------------------------------------------|----------------------------------------|
-//   | protocol_version == kProtocolVersion              | both versions                          |
+//   | its range of protocol versions (min_protocol_     | both ranges                            |
+//   | version..protocol_version) overlaps ours          |                                        |
 //   | cluster_id equals ours                            | both cluster ids                       |
 //   | to_node is our node id                            | the node it wanted and ours            |
 //   | from_node is the node we dialed (outgoing), or    | the node it claims and what we expect  |
@@ -20,6 +21,8 @@
 // the largest frame payload it accepts (`max_frame_payload`), which the other never exceeds, and
 // the largest event (`max_event_size`), which the other refuses at its sender with
 // Undelivered{kTooLarge}.
+// A session then uses the newest version both speak and the features both announce
+// (AgreeProtocol; interconnect/protocol.h).
 // Garbage instead of a handshake (bad magic, a length over the limit, bytes that do not parse) is
 // kDataLoss. A peer whose incarnation differs from the one of our current session with it has
 // restarted: the old session ends (its unacknowledged events are reported) and a new one starts.
@@ -33,19 +36,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include "actors/actor_id.h"
+#include "interconnect/protocol.h"
 #include "proto/interconnect.pb.h"
 
 namespace troupe::interconnect::internal {
 
-// 3: frames of wire version 3 (compact records, chunked large events, and the leaving,
-// stopped and goodbye frames of a node that leaves; wire.h). A node of another version is
-// refused at the handshake, with both versions named, before any frame is read.
-inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr uint32_t kHandshakeMagic = 0x48505254;  // "TRPH" read as little-endian
 inline constexpr size_t kMaxHandshakeSize = 4096;
 
@@ -54,6 +55,8 @@ struct LocalIdentity {
   std::string cluster_id;
   NodeId node = 0;
   uint64_t incarnation = 0;
+  // The protocol versions and features announced (this build's unless a test says otherwise).
+  ProtocolRange protocol;
   // Tells whether a node is a member of the cluster (asked of the nameservice at check time): who
   // may connect to us. Unset: nobody.
   std::function<bool(NodeId)> is_member;
@@ -88,6 +91,20 @@ class HandshakeReader {
 absl::Status CheckHandshake(const proto::Handshake& peer, const LocalIdentity& self,
                             std::optional<NodeId> dialed,
                             std::optional<NodeId> certified = std::nullopt);
+
+// What a session with a peer whose handshake passed CheckHandshake uses.
+struct SessionProtocol {
+  // The newest version both sides speak.
+  uint32_t version = 0;
+  // The features both announce, in our announcement's order.
+  std::vector<std::string> features;
+  // Whether both have kFeatureLeave.
+  bool leave = false;
+};
+SessionProtocol AgreeProtocol(const proto::Handshake& peer, const ProtocolRange& self);
+
+// Returns "3" or "3..4": a range as the logs and refusals name it.
+std::string RangeText(uint32_t oldest, uint32_t newest);
 
 // Returns the handshake `self` sends `peer`: `peer_incarnation` names the session it resumes (0:
 // none), `received` the last frame it received in order, and the largest frame payload and event

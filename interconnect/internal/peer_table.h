@@ -60,6 +60,8 @@ struct SessionStats {
   std::atomic<uint64_t> overloaded{0};
   // Connections in a row closed for protocol errors (reset by one that made progress).
   std::atomic<uint64_t> failed_links{0};
+  // The protocol version of the current (or last) session.
+  std::atomic<uint64_t> protocol_version{0};
   RoundTrips round_trips;
 
   static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {

@@ -65,7 +65,7 @@ void Proxy::Subscribe(const ActorId& who) {
 void Proxy::HandleClose(EventPtr<EvCloseSession> ev) {
   uint64_t reported = 0;
   if (!closed()) {
-    const bool goodbye = link_ == Link::kUp && session_up();
+    const bool goodbye = link_ == Link::kUp && session_up() && protocol_.leave;
     if (goodbye) {
       WriteControlFrame(FrameKind::kGoodbye);
     }

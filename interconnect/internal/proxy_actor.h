@@ -230,6 +230,8 @@ class Proxy final : public Actor {
   InboundStream in_;
   uint64_t ack_sent_ = 0;
   uint64_t peer_incarnation_ = 0;
+  // The version and features the session uses (AgreeProtocol).
+  SessionProtocol protocol_;
   SessionSubscribers subscribers_{settings_.peer};
   // Why events are refused: kShutdown once drained, kNoRoute while the peer left the table.
   std::optional<UndeliveredReason> refusing_;

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 #include "actors/events.h"
 #include "actors/log.h"
@@ -27,8 +28,10 @@ void Proxy::HandleLeave(EventPtr<EvLeave> /*ev*/) {
     return;
   }
   leaving_ = true;
-  if (!session_up()) {
-    channel_->inbound_done.store(true, std::memory_order_release);  // nobody can send
+  if (!session_up() || !protocol_.leave) {
+    // Nobody can send; or the peer cannot hear a leaving notice: what it sends until the
+    // sessions close is handled, and it learns of the close as of a lost connection.
+    channel_->inbound_done.store(true, std::memory_order_release);
     return;
   }
   if (link_ == Link::kUp) {
@@ -79,6 +82,8 @@ bool Proxy::StartOrResume(const proto::Handshake& hs) {
                /*keep_queued=*/true);
   }
   peer_incarnation_ = hs.incarnation();
+  protocol_ = AgreeProtocol(hs, settings_.identity.protocol);
+  SessionStats::Set(stats_.protocol_version, protocol_.version);
   peer_leaving_ = false;  // a new incarnation: it takes events again
   stopped_said_ = false;
   left_incarnation_ = 0;
@@ -89,7 +94,9 @@ bool Proxy::StartOrResume(const proto::Handshake& hs) {
   Stats::Bump(stats_.sessions);
   channel_->SetSessionUp(true);
   TROUPE_LOG(kInfo, kInterconnect)
-      << "session with " << Peer() << " up (peer incarnation " << peer_incarnation_ << ")";
+      << "session with " << Peer() << " up (peer incarnation " << peer_incarnation_
+      << ", protocol version " << protocol_.version << ", features: "
+      << (protocol_.features.empty() ? "none" : absl::StrJoin(protocol_.features, ", ")) << ")";
   subscribers_.Connected(*system());
   return false;
 }
@@ -117,7 +124,7 @@ void Proxy::LinkUp(uint64_t peer_received) {
     WriteControlFrame();  // at once: the peer's sign of life that this connection works
   }
   // What the leaving states said on the last connection, said again after its frames.
-  if (leaving_ && !channel_->inbound_done.load(std::memory_order_acquire)) {
+  if (leaving_ && protocol_.leave && !channel_->inbound_done.load(std::memory_order_acquire)) {
     WriteControlFrame(FrameKind::kLeaving);
   }
   if (stopped_said_) {

@@ -83,6 +83,9 @@ inline constexpr auto kSessionMetrics = std::to_array<SessionMetric>({
     {"troupe_session_held_bytes", MetricType::kGauge,
      "Bytes held for the peer: queued, in unacknowledged frames, and their overhead.",
      LoadRelaxed<&PeerChannel::held_bytes>, SetField<&SessionCounters::held_bytes>},
+    {"troupe_session_protocol_version", MetricType::kGauge,
+     "The protocol version the session with the peer uses (0 before the first session).",
+     SessionStat<&SessionStats::protocol_version>, SetField<&SessionCounters::protocol_version>},
 });
 
 }  // namespace troupe::interconnect::internal

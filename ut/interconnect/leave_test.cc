@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -19,6 +21,7 @@
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/internal/events.h"
+#include "interconnect/protocol.h"
 #include "ut/interconnect/ic_test_util.h"
 #include "ut/interconnect/pipe_cluster.h"
 
@@ -96,7 +99,9 @@ void ToProxy(TestRuntime& rt, NodeId node, NodeId peer, std::unique_ptr<EventBas
 }
 
 struct LeaveFixture {
-  LeaveFixture() {
+  // `protocols[node]`: what node announces (PipeCluster).
+  explicit LeaveFixture(std::vector<ProtocolRange> protocols = {})
+      : cluster(2, 1, nullptr, absl::Microseconds(50), {}, nullptr, std::move(protocols)) {
     EXPECT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
     slow = rt.Register(std::make_unique<SlowEcho>(&log), 2);
     client = rt.AllocateEdgeActor(1);
@@ -120,7 +125,7 @@ struct LeaveFixture {
     return ::testing::AssertionSuccess();
   }
 
-  PipeCluster cluster{2};
+  PipeCluster cluster;
   TestRuntime& rt = *cluster.runtime;
   SlowEcho::Log log;
   ActorId slow;
@@ -213,6 +218,40 @@ TEST(LeaveTest, TwoNodesLeavingAtOnceRefuseEachOthersNewEvents) {
   for (const EventHandlePtr& ev : rt.TakeEdgeEvents(f.client)) {
     EXPECT_NE(ev->type(), EvIcPong::kEventType);
   }
+}
+
+TEST(LeaveTest, APeerWithoutTheLeaveFeatureGetsTheRepliesAndLearnsOfTheCloseAsALoss) {
+  // Node 2 plays a release without the leaving frames: it announces no features.
+  LeaveFixture f({{}, {}, ProtocolRange{.features = {}}});
+  TestRuntime& rt = f.rt;
+  ASSERT_TRUE(f.AskAndWaitForTheWork());
+  EXPECT_EQ(f.cluster.Session(1, 2).protocol_version, kNewestProtocolVersion);
+  ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(5)));
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvLeave>());
+  ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(1)));
+  // The request it accepted is answered; no notice went out, so node 1 still sends to it, and
+  // node 2 still handles and answers.
+  auto first = rt.GrabEdgeEvent<EvIcPong>(f.client, Within(absl::Seconds(1)));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first.handle().cookie(), 1u);
+  f.Ask(2);
+  auto second = rt.GrabEdgeEvent<EvIcPong>(f.client, Within(absl::Seconds(1)));
+  ASSERT_TRUE(second) << "node 1 refused it: it heard of a leaving it cannot have been told of";
+  EXPECT_EQ(second.handle().cookie(), 2u);
+  // The close is no goodbye: node 1 learns of it when the dead-peer timeout (1 s) expires, as a
+  // node lost.
+  ASSERT_TRUE(rt.DispatchUntil([&] { return f.cluster.Session(2, 1).unacked_bytes == 0; },
+                               Within(absl::Seconds(1))));
+  const absl::Time closed = rt.Now();
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvCloseSession>(nullptr));
+  auto disconnected = rt.GrabEdgeEvent<EvNodeDisconnected>(f.client, Within(absl::Seconds(5)));
+  ASSERT_TRUE(disconnected);
+  EXPECT_FALSE(disconnected->left);
+  EXPECT_GE(rt.Now() - closed, absl::Milliseconds(900));
+  auto terminated = rt.GrabEdgeEvent<EvTerminated>(f.watcher_edge, Within(absl::Seconds(1)));
+  ASSERT_TRUE(terminated);
+  EXPECT_NE(terminated->reason(), TerminationReason::kNodeLeft);
+  EXPECT_EQ(f.log.refused_replies, 0u);
 }
 
 }  // namespace

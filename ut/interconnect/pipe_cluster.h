@@ -17,6 +17,7 @@
 #include "actors/testing/test_runtime.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
+#include "interconnect/protocol.h"
 #include "interconnect/testing/pipe_network.h"
 #include "ut/interconnect/ic_test_util.h"
 
@@ -36,14 +37,14 @@ inline testing::DispatchOptions Within(absl::Duration time) {
 struct PipeCluster {
   // `tune` adjusts every node's interconnect config, `tune_node` one node's (limits or cluster ids
   // that differ). `nameservices[node]`, when given, replaces node's table from the config (index
-  // 0 unused).
+  // 0 unused). `protocols[node]`, when given, is what node announces in its handshakes.
   using TuneNode = std::function<void(NodeId node, proto::InterconnectConfig& config)>;
   explicit PipeCluster(uint32_t nodes, uint64_t seed = 1,
                        const std::function<void(proto::InterconnectConfig&)>& tune = nullptr,
                        absl::Duration latency = absl::Microseconds(50),
                        std::vector<std::shared_ptr<Nameservice>> nameservices = {},
-                       TuneNode tune_node = nullptr)
-      : network(latency), names(std::move(nameservices)) {
+                       TuneNode tune_node = nullptr, std::vector<ProtocolRange> protocols = {})
+      : network(latency), names(std::move(nameservices)), protocols(std::move(protocols)) {
     std::vector<uint16_t> ports;
     for (uint32_t i = 1; i <= nodes; ++i) {
       ports.push_back(static_cast<uint16_t>(7000 + i));
@@ -69,6 +70,9 @@ struct PipeCluster {
       ic_options.incarnation = node * 1000 + rt.incarnation(node);
       if (node < names.size()) {
         ic_options.nameservice = names[node];
+      }
+      if (node < this->protocols.size()) {
+        ic_options.protocol = this->protocols[node];
       }
       absl::StatusOr<std::unique_ptr<Interconnect>> ic =
           Interconnect::Start(&system, std::move(ic_options));
@@ -115,6 +119,7 @@ struct PipeCluster {
 
   PipeNetwork network;
   std::vector<std::shared_ptr<Nameservice>> names;
+  std::vector<ProtocolRange> protocols;
   std::vector<std::unique_ptr<Interconnect>> ics;
   std::unique_ptr<testing::TestRuntime> runtime;
 };
