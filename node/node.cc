@@ -117,8 +117,12 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig
 }
 
 absl::Status Node::Readiness() const {
+  if (leaving_.load(std::memory_order_acquire)) {
+    return absl::UnavailableError(
+        absl::StrCat("node ", id_, " is leaving: it answers what it accepted, then stops"));
+  }
   if (!serving_.load(std::memory_order_acquire)) {
-    return absl::UnavailableError("starting or shutting down");
+    return absl::UnavailableError(absl::StrCat("node ", id_, " is starting"));
   }
   if (interconnect_ == nullptr) {
     return absl::OkStatus();
@@ -176,15 +180,17 @@ Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {
     return {};
   }
   stopped_ = true;
-  serving_.store(false, std::memory_order_release);
+  leaving_.store(true, std::memory_order_release);
   const LogBinding binding(&system_->log_context());
-  monitoring_.reset();
   ShutdownReport report;
   if (interconnect_ != nullptr) {
+    // The monitoring server answers through the drain (/readyz: leaving; /metrics: the drain's
+    // counters), and stops before the interconnect it reads goes.
     const interconnect::Interconnect::DrainReport drained = interconnect_->Drain(timeout);
     report.flushed = drained.flushed;
     report.quiet = drained.quiet;
     report.reported = drained.reported;
+    monitoring_.reset();
     interconnect_.reset();
     if (membership_ != nullptr) {
       membership_->Leave();
@@ -193,6 +199,7 @@ Node::ShutdownReport Node::Shutdown(absl::Duration timeout) {
       WaitUntilQuiet(*system_, absl::Now() + timeout);
     }
   }
+  monitoring_.reset();
   system_->Stop();
   TROUPE_LOG(kInfo, kActors) << "node " << id_ << " stopped"
                              << (report.reported > 0

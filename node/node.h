@@ -20,10 +20,11 @@
 //   |                       | on failure nothing is left running                                 |
 //   |                       | and the status names the field or the cause                        |
 //   | WaitForPeer(s)        | blocks until sessions are up, with a timeout                       |
-//   | Shutdown(timeout)     | stops the monitoring server, leaves through the interconnect       |
-//   |                       | (Interconnect::Drain: peers stop sending and hear goodbye, what    |
-//   |                       | arrived is answered, events held for peers are acknowledged or     |
-//   |                       | reported Undelivered{kShutdown}), destroys it, leaves the etcd     |
+//   | Shutdown(timeout)     | leaves through the interconnect (Interconnect::Drain: peers stop   |
+//   |                       | sending and hear goodbye, what arrived is answered, events held    |
+//   |                       | for peers are acknowledged or reported Undelivered{kShutdown})     |
+//   |                       | while /readyz answers 503 "leaving", stops the monitoring server,  |
+//   |                       | destroys the interconnect, leaves the etcd                         |
 //   |                       | membership (the others see the node leave at once), lets the       |
 //   |                       | actors handle those reports, then stops                            |
 //   |                       | the ActorSystem (actors are destroyed, their destructors run);     |
@@ -128,11 +129,12 @@ class Node {
   absl::Status WaitForPeers(absl::Duration timeout);
 
   // What the monitoring server's /readyz answers: OK when Start has returned, the node is not
-  // shutting down and, with an interconnect, a session is up with every member it must reach
-  // (every listening member but itself: a client is reached by the members it dials, never
-  // needed) and, with etcd membership, the node is in it. Otherwise kUnavailable saying which
-  // (e.g. "no session with node 3"). A cluster with a member down is not ready on any node: a
-  // rolling restart that waits on /readyz waits for the cluster to be whole again.
+  // shutting down (kUnavailable "node N is leaving ..." from the start of Shutdown) and, with an
+  // interconnect, a session is up with every member it must reach (every listening member but
+  // itself: a client is reached by the members it dials, never needed) and, with etcd membership,
+  // the node is in it. Otherwise kUnavailable saying which (e.g. "no session with node 3"). A
+  // cluster with a member down is not ready on any node: a rolling restart that waits on /readyz
+  // waits for the cluster to be whole again.
   absl::Status Readiness() const;
 
   // -- stopping -----------------------------------------------------------------------------------
@@ -154,8 +156,9 @@ class Node {
   std::unique_ptr<interconnect::Interconnect> interconnect_;
   std::unique_ptr<MonitoringServer> monitoring_;
   bool stopped_ = false;
-  // Start has returned and Shutdown has not begun (read by the monitoring server's thread).
+  // Start has returned; Shutdown has begun (read by the monitoring server's thread).
   std::atomic<bool> serving_{false};
+  std::atomic<bool> leaving_{false};
 };
 
 }  // namespace troupe::node

@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -276,6 +277,50 @@ TEST(MonitoringTest, ReadyzWaitsForTheMembersAndHealthzOnlyForTheProcess) {
   // Node 2 leaves: node 1 is not ready again, and says why.
   two->Shutdown(absl::Seconds(5));
   EXPECT_TRUE(Eventually([&] { return Get(url, "/readyz").status == 503; }, absl::Seconds(30)));
+}
+
+// Sleeps in its first handler: a node that shuts down meanwhile drains until it is done.
+class Sleeper final : public Actor {
+ public:
+  explicit Sleeper(absl::Duration nap) : Actor(&Sleeper::StateWork), nap_(nap) {}
+
+ private:
+  void Bootstrap() override { absl::SleepFor(nap_); }
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+  const absl::Duration nap_;
+};
+
+TEST(MonitoringTest, ReadyzSaysLeavingWhileTheNodeDrains) {
+  testutil::LoopbackPorts ports(2);
+  std::unique_ptr<Node> one = StartNode(Monitored(ports.ConfigFor(1, "test")));
+  std::unique_ptr<Node> two = StartNode(Monitored(ports.ConfigFor(2, "test")));
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(two, nullptr);
+  const std::string url = two->monitoring()->url();
+  ASSERT_TRUE(Eventually([&] { return Get(url, "/readyz").status == 200; }, absl::Seconds(30)));
+  // Node 2's drain waits for a handler that runs 1 s.
+  two->system().Register(std::make_unique<Sleeper>(absl::Seconds(1)));
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    two->Shutdown(absl::Seconds(5));
+    stopped.store(true);
+  });
+  std::optional<Scrape> leaving;
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (!stopped.load() && absl::Now() < deadline) {
+    const Scrape ready = Get(url, "/readyz");
+    if (ready.status == 503) {
+      leaving = ready;
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(leaving.has_value()) << "the drain ended before /readyz said it";
+  EXPECT_EQ(leaving->body,
+            "not ready: node 2 is leaving: it answers what it accepted, then stops\n");
+  EXPECT_EQ(Get(url, "/healthz").status, 200) << "the process still serves";
+  EXPECT_FALSE(stopped.load()) << "the drain waits for the handler";
+  stopper.join();
 }
 
 TEST(MonitoringTest, TheStatusPageShowsPoolsPeersAndEscapedWarnings) {
