@@ -128,12 +128,13 @@ std::string StatusPage(ActorSystem& system, int refresh_seconds) {
   } else {
     absl::StrAppend(&html, "<table>\n");
     Row(&html,
-        {"peer", "session", "round trip", "sessions", "events sent", "events received",
+        {"peer", "session", "protocol", "round trip", "sessions", "events sent", "events received",
          "MB written", "MB read", "queued", "unacked bytes", "held bytes", "resent", "refusals",
          "protocol errors", "overloaded"},
         true);
     for (const SessionCounters& peer : peers) {
       Row(&html, {absl::StrCat("node ", peer.peer), PeerState(peer),
+                  peer.protocol_version > 0 ? Count(peer.protocol_version) : std::string("-"),
                   peer.round_trip > absl::ZeroDuration()
                       ? absl::StrFormat("%.3f ms", absl::ToDoubleMilliseconds(peer.round_trip))
                       : std::string("-"),

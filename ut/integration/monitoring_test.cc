@@ -31,6 +31,7 @@
 #include "actors/actor.h"
 #include "actors/log.h"
 #include "actors/sync.h"
+#include "interconnect/protocol.h"
 #include "node/node.h"
 #include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
@@ -272,6 +273,11 @@ TEST(MonitoringTest, ReadyzWaitsForTheMembersAndHealthzOnlyForTheProcess) {
   EXPECT_TRUE(Eventually([&] { return Get(url, "/readyz").status == 200; }, absl::Seconds(30)))
       << Get(url, "/readyz").body;
   EXPECT_EQ(Get(url, "/readyz").body, "ready\n");
+  const std::string page = Get(url, "/").body;
+  EXPECT_NE(page.find(absl::StrCat("<td>node 2</td><td>up</td><td>",
+                                   interconnect::kNewestProtocolVersion, "</td>")),
+            std::string::npos)
+      << "the peer's row shows the session's protocol version: " << page;
   EXPECT_TRUE(Eventually([&] { return Get(two->monitoring()->url(), "/readyz").status == 200; },
                          absl::Seconds(30)));
   // Node 2 leaves: node 1 is not ready again, and says why.
