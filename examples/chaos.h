@@ -73,11 +73,17 @@ struct ChaosEvent {
   // After the load start.
   double second = 0;
   uint32_t node = 0;
-  // "kill", "restart", "join" or "leave".
+  // "kill", "restart", "join", "leave", or a rolling restart's kRollLeave or kRollReady.
   std::string action;
   // The process killed, or the one started.
   int64_t pid = 0;
 };
+
+// The actions of a rolling restart's rows (troupe_cluster --roll): a node told to leave (SIGTERM,
+// the pid of the process that leaves), and the same node ready again (GET /readyz answered 200;
+// the pid of the new process; with etcd membership, the node's new id).
+inline constexpr absl::string_view kRollLeave = "roll-leave";
+inline constexpr absl::string_view kRollReady = "roll-ready";
 
 // The first line of chaos.csv.
 inline constexpr absl::string_view kChaosCsvHeader = "second,node,action,pid";
