@@ -343,11 +343,11 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
     }
     absl::StrAppend(&html, "</ul>\n");
   };
-  if (run.failures.empty() && run.expected.empty() && !run.roll.empty()) {
-    absl::StrAppend(&html,
-                    "<p><b>Passed through the rolling restart:</b> no tracked event lost (each "
-                    "acknowledged once, in order, or reported undelivered while its node was "
-                    "leaving).</p>\n");
+  if (run.failures.empty() && run.expected.empty() &&
+      (!run.roll.empty() || run.leave_undelivered > 0)) {
+    absl::StrAppend(&html, "<p><b>Passed", run.roll.empty() ? "" : " through the rolling restart",
+                    ":</b> no tracked event lost (each acknowledged once, in order, or reported "
+                    "undelivered while its node was leaving).</p>\n");
   } else if (run.failures.empty() && run.expected.empty()) {
     absl::StrAppend(&html, "<p><b>Passed:</b> every event acknowledged once, in order.</p>\n");
   } else if (run.failures.empty()) {

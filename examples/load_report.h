@@ -125,6 +125,8 @@ struct LoadRunInfo {
   // what was reported undelivered while a node left, the RTT p99 during the roll and the whole
   // run's.
   std::vector<std::string> roll;
+  // Events reported undelivered because their receiver's node was leaving (not lost).
+  uint64_t leave_undelivered = 0;
 };
 
 // The final table's verdict: one line per pair that failed, and per pair whose losses the
