@@ -27,7 +27,24 @@
 // and leave:I@T stops node I with SIGTERM. Each action is printed and appended to
 // <workdir>/chaos.csv, which troupe_loadgen puts in the report. A node killed or stopped on
 // purpose does not fail the run (one that left must exit 0), nor do losses on the pairs touching
-// it; anything else does, as does an action the load ended before.
+// a killed node (one that leaves costs its pairs nothing: loadtest.h); anything else does, as does
+// an action the load ended before.
+//
+// Readiness: a node is up when its monitoring server answers GET /readyz 200 (node.h: started, a
+// session with every member). The port is the one troupe_cluster gave it (--monitoring_port) with
+// static membership, or with etcd the one in the URL the node writes to its id file. Without a
+// chaos plan or a roll, the run fails when a node of the start is not ready within 30 s.
+//
+// Rolling restart (--roll=T): T seconds after the load start, every node in start order: once it
+// answers /readyz 200 it gets SIGTERM (it leaves the cluster: troupe_node ends its load senders,
+// then Node::Shutdown) and must exit 0 within 20 s; it is started again with the same command line
+// (same id, port and config; with etcd a new id, learnt from its id file), run by --roll_binary
+// with --roll_node_flags appended; it must answer /readyz 200 within 30 s; then the next node.
+// Each leave and ready is printed and appended to chaos.csv (roll-leave, roll-ready), which the
+// load generator turns into the report's roll lines: restarts, events lost (any fails the run),
+// events refused while their node was leaving (reported, not lost), and the RTT p99 of the seconds
+// from the first leave to the last ready next to the whole run's. A step that fails, or a roll
+// the load ends before, fails the run; --roll goes with neither --chaos nor the etcd churn.
 //
 // Exit status (cli.h): the load generator's (0 passed, 1 failed), 1 when a node failed, 2 on a
 // bad flag, 3 on a bad --node_config (or a node that found its config bad).
@@ -36,6 +53,9 @@
 //   troupe_cluster --nodes=2 --pairs=1 --window=1 --low_latency   # the round trip, busy-polled
 //   troupe_cluster --nodes=3 --seconds=6 --chaos=kill:2@2,restart:2@3 --report=/tmp/chaos
 //   troupe_cluster --membership=etcd --nodes=3 --seconds=6   # node 5 joins at 3 s, 3 leaves
+//   troupe_cluster --nodes=3 --seconds=8 --roll=1 --report=/tmp/roll   # restart all, in turn
+//   troupe_cluster --nodes=3 --seconds=8 --roll=1 --roll_binary=/opt/new/troupe_node
+//                  --roll_node_flags="--run_seconds=0"   # the restarted nodes: a new version
 #include <httplib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1439,9 +1459,10 @@ int main(int argc, char** argv) {
       "Runs a local Troupe cluster (troupe_node processes) and a load test (troupe_loadgen) "
       "against it, then stops every process; with --chaos, kills and restarts nodes during the "
       "load; with --membership=etcd, the nodes find each other in a local etcd and one joins "
-      "and one leaves during the load. Exits 0 when every event was acknowledged once, in order "
-      "(under --chaos: on every pair clear of the nodes killed or gone) and every node ran and "
-      "stopped cleanly, 1 otherwise.");
+      "and one leaves during the load; with --roll, restarts every node in turn under the load, "
+      "each step gated on GET /readyz. Exits 0 when every event was acknowledged once, in order, "
+      "or reported undelivered while its node was leaving (under --chaos: on every pair clear of "
+      "the nodes killed) and every node ran and stopped cleanly, 1 otherwise.");
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   return Run(argv[0]);
 }

@@ -13,6 +13,15 @@
 // injected and the membership changes from --chaos_log at the end (chaos.h): losses on a pair
 // touching a node killed or gone are then expected.
 //
+// A node that leaves gracefully costs nothing (loadtest.h): a pair sending to it pauses and resumes
+// once it is back, the events it refused while leaving counted as undelivered, not lost; a pair
+// it sends for ends cleanly first, and the controller starts a new pair for the route when the node
+// is back (it pings the node until its next incarnation answers), or, when a pair's receiver left
+// the membership for good (etcd), one from the same sender to another member. Under troupe_cluster
+// --roll the chaos log's roll-leave and roll-ready rows give the roll's lines: restarts, events
+// lost (any fails the run), events refused while their node was leaving, and the RTT p99 of the
+// seconds from the first leave to the last ready next to the whole run's.
+//
 // It follows the membership (a Watch on its nameservice): a node that joins during the load gets
 // an echo ping at once — its answer is the first event back from the node, whose time the report
 // gives — and a pair of its own, from it to the first node of the load still a member, for the
