@@ -181,7 +181,9 @@ int Readyz(const std::string& base_url, std::string* answer) {
   client.set_write_timeout(0, 500'000);
   const httplib::Result result = client.Get("/readyz");
   if (!result) {
-    *answer = absl::StrCat("no answer (", httplib::to_string(result.error()), ")");
+    *answer = result.error() == httplib::Error::Connection
+                  ? absl::StrCat("cannot connect to ", base_url)
+                  : absl::StrCat("no answer (", httplib::to_string(result.error()), ")");
     return 0;
   }
   *answer = std::string(absl::StripTrailingAsciiWhitespace(result->body));
