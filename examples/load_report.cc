@@ -246,7 +246,14 @@ std::string GnuplotScript(const std::string& dir, const std::string& title, size
   if (!chaos.empty()) {
     faults = "set xrange [0:*]\n";
   }
-  for (const ChaosEvent& event : chaos) {
+  for (size_t i = 0; i < chaos.size(); ++i) {
+    const ChaosEvent& event = chaos[i];
+    // A roll's rows come a fraction of a second apart: their labels step down so they stay
+    // readable, and say "leave"/"ready" without the prefix (the colour tells it is the roll).
+    const bool roll = event.action == kRollLeave || event.action == kRollReady;
+    const double label_y = 0.96 - 0.055 * static_cast<double>(i % 6);
+    const std::string label = absl::StrCat(
+        roll ? (event.action == kRollLeave ? "leave" : "ready") : event.action, " ", event.node);
     // A node joining is good news: green; a fault red.
     // A rolling restart's leave is planned: orange.
     const char* color = event.action == "join" || event.action == kRollReady ? "#007000"
@@ -255,11 +262,10 @@ std::string GnuplotScript(const std::string& dir, const std::string& title, size
     absl::StrAppendFormat(&faults,
                           "set arrow from first %.3f, graph 0 to first %.3f, graph 1 nohead "
                           "dashtype 2 linewidth 1.5 linecolor rgb '%s'\n"
-                          "set label %s at first %.3f, graph 0.96 offset 0.4,0 "
+                          "set label %s at first %.3f, graph %.3f offset 0.4,0 "
                           "textcolor rgb '%s'\n",
-                          event.second, event.second, color,
-                          GnuplotString(absl::StrCat(event.action, " ", event.node)), event.second,
-                          color);
+                          event.second, event.second, color, GnuplotString(label), event.second,
+                          label_y, color);
   }
   std::string script;
   for (const auto& [terminal, file] :
@@ -367,11 +373,19 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
     const bool membership = std::any_of(
         run.chaos.begin(), run.chaos.end(),
         [](const ChaosEvent& event) { return event.action == "join" || event.action == "leave"; });
-    absl::StrAppend(&html, "<h2>", membership ? "Faults and membership changes" : "Faults injected",
-                    "</h2>\n<p>troupe_cluster --chaos (or --membership=etcd); seconds after the "
-                    "load start, marked on the latency plot (<a href=\"chaos.csv\">chaos.csv</a>)."
-                    "</p>"
-                    "\n<table><tr><th>second</th><th>node</th><th>action</th><th>pid</th></tr>\n");
+    const bool roll_only =
+        std::all_of(run.chaos.begin(), run.chaos.end(), [](const ChaosEvent& event) {
+          return event.action == kRollLeave || event.action == kRollReady;
+        });
+    absl::StrAppend(
+        &html, "<h2>",
+        roll_only    ? "Rolling restart steps"
+        : membership ? "Faults and membership changes"
+                     : "Faults injected",
+        "</h2>\n<p>troupe_cluster --chaos, --roll (or --membership=etcd); seconds after "
+        "the load start, marked on the latency plot (<a href=\"chaos.csv\">chaos.csv"
+        "</a>).</p>"
+        "\n<table><tr><th>second</th><th>node</th><th>action</th><th>pid</th></tr>\n");
     for (const ChaosEvent& event : run.chaos) {
       absl::StrAppendFormat(&html,
                             "<tr><td>%.2f</td><td>%u</td><td class=\"l\">%s</td><td>%d</td>"

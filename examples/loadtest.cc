@@ -171,6 +171,12 @@ class LoadSender final : public Actor {
     }
     ScheduleWakeup(first, kTagProgress);
     ScheduleWakeup(sending, kTagStop);
+    if (start_.await_receiver()) {
+      // Paused until the receiver's node answers (LoadStart.await_receiver); not counted a pause.
+      paused_ = true;
+      Probe();
+      return;
+    }
     Fill();
   }
 

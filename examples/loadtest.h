@@ -36,7 +36,8 @@
 //   | the sender's node | troupe_node calls StopLoadSenders before it leaves: the pair stops    |
 //   |                   | sending, collects its acknowledgements (the cluster still routes      |
 //   |                   | normally) and reports with sender_left; the controller starts a new   |
-//   |                   | pair for the route once the node is back                              |
+//   |                   | pair for the route once the node is back, which sends once the        |
+//   |                   | receiver answers a ping (LoadStart.await_receiver)                    |
 //
 // Thread-safety: the actors are actor-confined; the free functions are thread-safe.
 //

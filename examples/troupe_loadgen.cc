@@ -442,6 +442,8 @@ class Controller final : public troupe::Actor {
       start->record.set_first_second(join.pair.first_second);
       start->record.set_first_second_end_ns(join.first_second_end_ns);
       start->record.set_end_ns(join.end_ns);
+      // The sender's node may be back before its session to the receiver is up.
+      start->record.set_await_receiver(true);
       TROUPE_LOG(kInfo, kUser) << "node " << join.pair.sender << " is back: pair " << join.pair.id
                                << " (" << join.pair.sender << "->" << join.pair.receiver
                                << ") from second " << join.pair.first_second;
