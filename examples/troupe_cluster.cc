@@ -141,7 +141,8 @@ ABSL_FLAG(std::string, roll_binary, "",
           "--node_binary's");
 ABSL_FLAG(std::string, roll_node_flags, "",
           "extra flags for the nodes restarted by --roll only, whitespace-separated (no quoting), "
-          "after troupe_cluster's own, e.g. \"--run_seconds=0 --id_file=...\"");
+          "after troupe_cluster's own (a later value wins), e.g. \"--run_seconds=0\"; leave "
+          "--config, --node_id, --id_file and --monitoring_port alone: the roll relies on them");
 ABSL_FLAG(std::string, workdir, "",
           "where the config and the logs go; empty makes a new directory under /tmp");
 ABSL_FLAG(std::string, report, "",
