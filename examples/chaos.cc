@@ -116,7 +116,7 @@ absl::StatusOr<std::vector<ChaosEvent>> ReadChaosLog(const std::string& path) {
     if (fields.size() != 4 || !absl::SimpleAtod(fields[0], &event.second) ||
         !absl::SimpleAtoi(fields[1], &event.node) || !absl::SimpleAtoi(fields[3], &event.pid) ||
         (fields[2] != "kill" && fields[2] != "restart" && fields[2] != "join" &&
-         fields[2] != "leave")) {
+         fields[2] != "leave" && fields[2] != kRollLeave && fields[2] != kRollReady)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", number, ": want ", kChaosCsvHeader, ", got '", line, "'"));
     }

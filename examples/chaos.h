@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Fault injection and membership changes for `troupe_cluster --chaos`, and how the load report
-// learns of them.
+// Fault injection, membership changes and rolling restarts for `troupe_cluster --chaos` and
+// `--roll`, and how the load report learns of them.
 //
 //   | step                     | who            | how                                             |
 //   |--------------------------|----------------|-------------------------------------------------|
@@ -14,10 +14,14 @@
 //   | a node joins / leaves    | troupe_cluster | starts one more troupe_node / SIGTERM (a clean  |
 //   |                          |                | stop); appends a row to chaos.csv (etcd         |
 //   |                          |                | membership only)                                |
+//   | a rolling restart        | troupe_cluster | --roll=T: each node in turn leaves (SIGTERM,    |
+//   |                          |                | a roll-leave row), starts again and answers     |
+//   |                          |                | GET /readyz 200 (a roll-ready row)              |
 //   | the report               | troupe_loadgen | reads --chaos_log (ReadChaosLog) at the end:    |
 //   |                          |                | chaos.csv, a table and plot markers; losses on  |
 //   |                          |                | pairs touching a node killed or gone are        |
-//   |                          |                | expected                                        |
+//   |                          |                | expected; the roll's rows give its restarts,    |
+//   |                          |                | losses (none allowed) and RTT p99               |
 //
 // A row names the node by its id. With etcd membership a node started by a restart or a join
 // gets a new id from etcd; troupe_cluster writes its row, timed at the process's start, once the
@@ -73,11 +77,17 @@ struct ChaosEvent {
   // After the load start.
   double second = 0;
   uint32_t node = 0;
-  // "kill", "restart", "join" or "leave".
+  // "kill", "restart", "join", "leave", or a rolling restart's kRollLeave or kRollReady.
   std::string action;
   // The process killed, or the one started.
   int64_t pid = 0;
 };
+
+// The actions of a rolling restart's rows (troupe_cluster --roll): a node told to leave (SIGTERM,
+// the pid of the process that leaves), and the same node ready again (GET /readyz answered 200;
+// the pid of the new process; with etcd membership, the node's new id).
+inline constexpr absl::string_view kRollLeave = "roll-leave";
+inline constexpr absl::string_view kRollReady = "roll-ready";
 
 // The first line of chaos.csv.
 inline constexpr absl::string_view kChaosCsvHeader = "second,node,action,pid";

@@ -83,6 +83,14 @@ expect(2 "" "--chaos: 'kill:9@1': the node is one of 1\\.\\.3" troupe_cluster --
 expect(2 "" "--chaos: 'kill:2@7': the time" troupe_cluster --seconds=5 --chaos=kill:2@7)
 expect(2 "" "node 2 is not down" troupe_cluster --chaos=restart:2@1)
 expect(2 "" "want ACTION:NODE@SECONDS" troupe_cluster --chaos=2@1)
+# The rolling restart's flags, checked before any process starts.
+expect(2 "" "--roll: seconds after the load start, from 0 to below --seconds \\(5\\)" troupe_cluster
+       --roll=5 --seconds=5)
+expect(2 "" "--roll and --chaos: one or the other" troupe_cluster --roll=1 --chaos=kill:2@1)
+expect(2 "" "--roll_binary and --roll_node_flags need --roll" troupe_cluster
+       --roll_node_flags=--a=b)
+expect(2 "" "--roll_node_flags: 'x' is not a flag" troupe_cluster --roll=1 "--roll_node_flags=x")
+expect(2 "" "/no/troupe_node: No such file" troupe_cluster --roll=1 --roll_binary=/no/troupe_node)
 # Membership in etcd: the flags that go with it, checked before etcd or any node starts.
 expect(2 "" "--membership: static or etcd, got 'dns'" troupe_cluster --membership=dns)
 expect(2 "" "--chaos: join needs --membership=etcd" troupe_cluster --chaos=join@1)

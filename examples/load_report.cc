@@ -132,7 +132,8 @@ std::vector<PairRow> PairRows(const std::vector<LoadPair>& pairs,
       row.rate = static_cast<double>(r.acked()) / seconds;
       row.mbps = static_cast<double>(r.bytes()) / seconds / 1e6;
       AddHistogramProto(r.rtt(), &row.rtt);
-      row.lost = r.sent() - std::min(r.sent(), r.acked());
+      // Lost: neither acknowledged nor reported Undelivered.
+      row.lost = r.sent() - std::min(r.sent(), r.acked() + r.undelivered());
       row.dup = r.dups() + r.reorders();
       row.undelivered = r.undelivered();
       row.unsure = r.unsure();
@@ -245,17 +246,26 @@ std::string GnuplotScript(const std::string& dir, const std::string& title, size
   if (!chaos.empty()) {
     faults = "set xrange [0:*]\n";
   }
-  for (const ChaosEvent& event : chaos) {
+  for (size_t i = 0; i < chaos.size(); ++i) {
+    const ChaosEvent& event = chaos[i];
+    // A roll's rows come a fraction of a second apart: their labels step down so they stay
+    // readable, and say "leave"/"ready" without the prefix (the colour tells it is the roll).
+    const bool roll = event.action == kRollLeave || event.action == kRollReady;
+    const double label_y = 0.96 - 0.055 * static_cast<double>(i % 6);
+    const std::string label = absl::StrCat(
+        roll ? (event.action == kRollLeave ? "leave" : "ready") : event.action, " ", event.node);
     // A node joining is good news: green; a fault red.
-    const char* color = event.action == "join" ? "#007000" : "#b00000";
+    // A rolling restart's leave is planned: orange.
+    const char* color = event.action == "join" || event.action == kRollReady ? "#007000"
+                        : event.action == kRollLeave                         ? "#c06000"
+                                                                             : "#b00000";
     absl::StrAppendFormat(&faults,
                           "set arrow from first %.3f, graph 0 to first %.3f, graph 1 nohead "
                           "dashtype 2 linewidth 1.5 linecolor rgb '%s'\n"
-                          "set label %s at first %.3f, graph 0.96 offset 0.4,0 "
+                          "set label %s at first %.3f, graph %.3f offset 0.4,0 "
                           "textcolor rgb '%s'\n",
-                          event.second, event.second, color,
-                          GnuplotString(absl::StrCat(event.action, " ", event.node)), event.second,
-                          color);
+                          event.second, event.second, color, GnuplotString(label), event.second,
+                          label_y, color);
   }
   std::string script;
   for (const auto& [terminal, file] :
@@ -339,7 +349,12 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
     }
     absl::StrAppend(&html, "</ul>\n");
   };
-  if (run.failures.empty() && run.expected.empty()) {
+  if (run.failures.empty() && run.expected.empty() &&
+      (!run.roll.empty() || run.leave_undelivered > 0)) {
+    absl::StrAppend(&html, "<p><b>Passed", run.roll.empty() ? "" : " through the rolling restart",
+                    ":</b> no tracked event lost (each acknowledged once, in order, or reported "
+                    "undelivered while its node was leaving).</p>\n");
+  } else if (run.failures.empty() && run.expected.empty()) {
     absl::StrAppend(&html, "<p><b>Passed:</b> every event acknowledged once, in order.</p>\n");
   } else if (run.failures.empty()) {
     absl::StrAppend(&html,
@@ -358,11 +373,19 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
     const bool membership = std::any_of(
         run.chaos.begin(), run.chaos.end(),
         [](const ChaosEvent& event) { return event.action == "join" || event.action == "leave"; });
-    absl::StrAppend(&html, "<h2>", membership ? "Faults and membership changes" : "Faults injected",
-                    "</h2>\n<p>troupe_cluster --chaos (or --membership=etcd); seconds after the "
-                    "load start, marked on the latency plot (<a href=\"chaos.csv\">chaos.csv</a>)."
-                    "</p>"
-                    "\n<table><tr><th>second</th><th>node</th><th>action</th><th>pid</th></tr>\n");
+    const bool roll_only =
+        std::all_of(run.chaos.begin(), run.chaos.end(), [](const ChaosEvent& event) {
+          return event.action == kRollLeave || event.action == kRollReady;
+        });
+    absl::StrAppend(
+        &html, "<h2>",
+        roll_only    ? "Rolling restart steps"
+        : membership ? "Faults and membership changes"
+                     : "Faults injected",
+        "</h2>\n<p>troupe_cluster --chaos, --roll (or --membership=etcd); seconds after "
+        "the load start, marked on the latency plot (<a href=\"chaos.csv\">chaos.csv"
+        "</a>).</p>"
+        "\n<table><tr><th>second</th><th>node</th><th>action</th><th>pid</th></tr>\n");
     for (const ChaosEvent& event : run.chaos) {
       absl::StrAppendFormat(&html,
                             "<tr><td>%.2f</td><td>%u</td><td class=\"l\">%s</td><td>%d</td>"
@@ -370,6 +393,13 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
                             event.second, event.node, HtmlEscape(event.action), event.pid);
     }
     absl::StrAppend(&html, "</table>\n");
+  }
+  if (!run.roll.empty()) {
+    absl::StrAppend(&html,
+                    "<h2>Rolling restart</h2>\n<p>troupe_cluster --roll: each node in turn left "
+                    "(SIGTERM), started again and was ready (GET /readyz 200) before the next "
+                    "(rows roll-leave and roll-ready above).</p>\n");
+    list(run.roll, "");
   }
   if (!run.joins.empty()) {
     absl::StrAppend(&html,
@@ -460,6 +490,11 @@ LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
   for (const PairRow& row : PairRows(pairs, reports)) {
     const std::string route = Route(row.pair);
     const LoadReport* r = row.reported ? &reports.at(row.pair.id) : nullptr;
+    if (r != nullptr && (r->sender_left() || r->receiver_left()) && r->sent() == 0 &&
+        r->problem().empty()) {
+      std::printf("%4u %-7s %11s\n", row.pair.id, route.c_str(), "a node it touches left first");
+      continue;
+    }
     if (r == nullptr || (r->sent() == 0 && !r->problem().empty())) {
       std::printf("%4u %-7s %11s\n", row.pair.id, route.c_str(), "no report");
       judge(row.pair, row.problem, 0);
@@ -479,8 +514,12 @@ LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
       why = r->problem();
     } else if (r->sent() == 0) {
       why = "sent nothing";
-    } else if (r->acked() != r->sent()) {
-      why = absl::StrCat(row.lost, " of ", r->sent(), " events not acknowledged");
+    } else if (row.lost != 0) {
+      why = absl::StrCat(row.lost, " of ", r->sent(),
+                         " events neither acknowledged nor reported undelivered");
+    } else if (r->acked() + r->leave_undelivered() != r->sent()) {
+      why = absl::StrCat(r->undelivered() - r->leave_undelivered(), " of ", r->sent(),
+                         " events undelivered");
     } else if (r->dups() != 0 || r->gaps() != 0 || r->reorders() != 0) {
       why = absl::StrCat("receiver saw ", r->dups(), " duplicates and ", r->gaps(),
                          " gaps; sender saw ", r->reorders(), " acks out of order");

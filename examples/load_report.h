@@ -14,13 +14,18 @@
 //   | latency.png, .svg      | RTT p50/p99/max per second above the RTT histogram (log scales),|
 //   |                        | rendered by gnuplot from report.gp when gnuplot is on PATH; a   |
 //   |                        | dashed line marks each fault injected (chaos.csv), green for a  |
-//   |                        | node that joined                                                |
-//   | chaos.csv              | only after troupe_cluster --chaos (or --membership=etcd): each  |
-//   |                        | node killed, restarted, joined or left, seconds after the load  |
-//   |                        | start (chaos.h)                                                 |
+//   |                        | node that joined or is ready again after a rolling restart,     |
+//   |                        | orange for a node that leaves in one                            |
+//   | chaos.csv              | only after troupe_cluster --chaos, --roll (or                   |
+//   |                        | --membership=etcd): each node killed, restarted, joined, left,  |
+//   |                        | or left and ready again in a rolling restart, seconds after the |
+//   |                        | load start (chaos.h)                                            |
 //   | report.html            | the run's parameters, the faults and membership changes (with   |
 //   |                        | each joined node's time to its first event), both tables, the   |
 //   |                        | plot and what RTT means                                         |
+// lost: events sent that got neither an acknowledgement nor an Undelivered report. An event
+// refused because its receiver's node was leaving (loadtest.h) is counted in undelivered, not lost.
+//
 // RTT is the time from a data event's send to its acknowledgement back at the sender (one clock):
 // it includes the wait behind up to `window - 1` earlier events of the same pair, so it is a
 // latency under load, not an idle round trip (run --window=1 for that).
@@ -116,6 +121,12 @@ struct LoadRunInfo {
   std::vector<std::string> joins;
   // Losses of pairs touching a node killed or gone, one line each: expected, not failures.
   std::vector<std::string> expected;
+  // The rolling restart (troupe_cluster --roll), one line each: the restarts, what was lost and
+  // what was reported undelivered while a node left, the RTT p99 during the roll and the whole
+  // run's.
+  std::vector<std::string> roll;
+  // Events reported undelivered because their receiver's node was leaving (not lost).
+  uint64_t leave_undelivered = 0;
 };
 
 // The final table's verdict: one line per pair that failed, and per pair whose losses the

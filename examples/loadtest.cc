@@ -2,6 +2,7 @@
 #include "loadtest.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -18,6 +20,7 @@
 #include "actors/events.h"
 #include "actors/log.h"
 #include "actors/session_events.h"
+#include "actors/sync.h"
 #include "actors/testing/actors.h"
 
 namespace troupe::examples {
@@ -54,6 +57,24 @@ void AddHistogramProto(const google::protobuf::RepeatedPtrField<HistogramBucket>
 
 namespace {
 
+// What StopLoadSenders waits on: the sender service notifies once no LoadSender runs.
+struct LeaveWait {
+  Notification done;
+  // The senders still running (relaxed: read for the caller's message only; `done` orders the
+  // rest).
+  std::atomic<size_t> running{0};
+};
+
+// To the sender service from StopLoadSenders (`wait` set), and from the service to each
+// LoadSender (`wait` null): the node is about to leave.
+struct EvLoadLeave final : EventLocal<EvLoadLeave, kEvLoadLeave> {
+  explicit EvLoadLeave(std::shared_ptr<LeaveWait> leave_wait) : wait(std::move(leave_wait)) {}
+  std::shared_ptr<LeaveWait> wait;
+};
+
+// From a LoadSender to its service: it reported and ended.
+struct EvLoadSenderDone final : EventLocal<EvLoadSenderDone, kEvLoadSenderDone> {};
+
 // Answers every ping with a pong carrying the same body and cookie (the shared test actor).
 using Echo = testing::Echo<EvEchoPing, EvEchoPong>;
 
@@ -64,6 +85,8 @@ class LoadReceiver final : public Actor {
 
  private:
   struct PerSender {
+    // The sender's stretch (LoadData.first_seq) and the next sequence number expected in it.
+    uint64_t first_seq = 0;
     uint64_t next = 1;
     uint64_t dups = 0;
     uint64_t gaps = 0;
@@ -80,6 +103,12 @@ class LoadReceiver final : public Actor {
   void HandleData(EventPtr<EvLoadData> ev) {
     const LoadData& data = ev.Get()->record;
     PerSender& from = senders_[ev->sender()];
+    if (const uint64_t first = std::max<uint64_t>(1, data.first_seq()); first > from.first_seq) {
+      // A new stretch: the sender had every earlier event answered before it resumed, so the
+      // ones this receiver never saw (it restarted, or they were refused) are no gap.
+      from.first_seq = first;
+      from.next = first;
+    }
     if (data.seq() == from.next) {
       ++from.next;
     } else if (data.seq() < from.next) {
@@ -103,9 +132,10 @@ class LoadReceiver final : public Actor {
 // One pair's sending side (see the file comment of loadtest.h).
 class LoadSender final : public Actor {
  public:
-  explicit LoadSender(LoadStart start)
+  LoadSender(LoadStart start, const ActorId& service)
       : Actor(&LoadSender::StateWork),
         start_(std::move(start)),
+        service_(service),
         controller_(FromWords(start_.controller())),
         target_(kLoadReceiverService.WithNode(start_.receiver())),
         window_(std::max<uint32_t>(1, start_.window())),
@@ -115,7 +145,11 @@ class LoadSender final : public Actor {
  private:
   static constexpr absl::Duration kProgressInterval = absl::Seconds(1);
   static constexpr absl::Duration kDrainTimeout = absl::Seconds(5);
-  enum Tag : uint64_t { kTagProgress = 1, kTagStop, kTagDrainTimeout };
+  // How often a paused pair pings its receiver's node to learn it is back.
+  static constexpr absl::Duration kProbeInterval = absl::Milliseconds(100);
+  // The cookie of a probe (EvEchoPing): above every data event's sequence number.
+  static constexpr uint64_t kProbeCookie = uint64_t{1} << 63;
+  enum Tag : uint64_t { kTagProgress = 1, kTagStop, kTagDrainTimeout, kTagProbe };
 
   void Bootstrap() override {
     started_ns_ = absl::GetCurrentTimeNanos();
@@ -137,12 +171,20 @@ class LoadSender final : public Actor {
     }
     ScheduleWakeup(first, kTagProgress);
     ScheduleWakeup(sending, kTagStop);
+    if (start_.await_receiver()) {
+      // Paused until the receiver's node answers (LoadStart.await_receiver); not counted a pause.
+      paused_ = true;
+      Probe();
+      return;
+    }
     Fill();
   }
 
   TROUPE_STATE(StateWork) {
     switch (ev->type()) {
       TROUPE_HFUNC(EvLoadAck, HandleAck);
+      TROUPE_HFUNC(EvEchoPong, HandlePong);
+      TROUPE_HFUNC(EvLoadLeave, HandleLeave);
       TROUPE_HFUNC(EvUndelivered, HandleUndelivered);
       TROUPE_HFUNC(EvNodeDisconnected, HandleDisconnected);
       TROUPE_HFUNC(EvWakeup, HandleWakeup);
@@ -155,13 +197,14 @@ class LoadSender final : public Actor {
   // -- sending -------------------------------------------------------------------------------
 
   void Fill() {
-    while (sending_ && outstanding_ < window_) {
+    while (sending_ && !paused_ && outstanding_ < window_) {
       auto data = std::make_unique<EvLoadData>();
       const uint64_t seq = next_seq_++;
       data->record.set_pair_id(start_.pair_id());
       data->record.set_seq(seq);
       data->record.set_sent_at_ns(absl::GetCurrentTimeNanos());
       data->record.set_payload(payload_);
+      data->record.set_first_seq(stretch_first_);
       // The cookie comes back in EvUndelivered: it names the lost event.
       Send(target_, std::move(data), kTrackDelivery | kSubscribeOnSession, seq);
       resolved_.push_back(false);
@@ -212,11 +255,34 @@ class LoadSender final : public Actor {
   }
 
   void HandleUndelivered(EventPtr<EvUndelivered> ev) {
+    if (ev.Get()->source_type == kEvEchoPing) {
+      probing_ = false;
+      if (ev.Get()->reason == UndeliveredReason::kNoRoute && paused_) {
+        // No member any more (with etcd it comes back under a new id): end, to be re-routed.
+        receiver_left_ = true;
+        sending_ = false;
+        Continue();
+        return;
+      }
+      // A probe refused: the receiver's node is not back yet.
+      if (paused_ && sending_) {
+        ScheduleWakeup(kProbeInterval, kTagProbe);
+      }
+      return;
+    }
     if (!Resolve(ev->cookie())) {
       return;
     }
     ++undelivered_;
     unsure_ += ev.Get()->unsure ? 1 : 0;
+    // Refused because the receiver's node is leaving (interconnect.h, "Leaving"), or reported as
+    // its session ended as left: answered, not lost; the pair waits for the node to come back.
+    if (ev.Get()->reason == UndeliveredReason::kShutdown || paused_) {
+      ++leave_undelivered_;
+      Pause();
+      Continue();
+      return;
+    }
     if (problem_.empty()) {
       problem_ = absl::StrCat("data seq ", ev->cookie(), " undelivered (",
                               UndeliveredReasonName(ev.Get()->reason),
@@ -227,6 +293,12 @@ class LoadSender final : public Actor {
   }
 
   void HandleDisconnected(EventPtr<EvNodeDisconnected> ev) {
+    if (ev.Get()->left) {
+      // The receiver's node said goodbye: what was held for it is reported Undelivered.
+      Pause();
+      Continue();
+      return;
+    }
     ++disconnects_;
     if (problem_.empty()) {
       problem_ = absl::StrCat("session to node ", ev.Get()->node, " died with ", outstanding_,
@@ -248,6 +320,11 @@ class LoadSender final : public Actor {
         sending_ = false;
         Continue();
         break;
+      case kTagProbe:
+        if (paused_ && sending_ && !probing_) {
+          Probe();
+        }
+        break;
       case kTagDrainTimeout:
         if (problem_.empty()) {
           problem_ = absl::StrCat(outstanding_, " data events unacknowledged ",
@@ -260,8 +337,56 @@ class LoadSender final : public Actor {
     }
   }
 
+  // -- the receiver's node leaving, the sender's node leaving ----------------------------------
+
+  // Stops sending until the receiver's node is back; pings it to learn when.
+  void Pause() {
+    if (paused_) {
+      return;
+    }
+    paused_ = true;
+    receiver_back_ = false;
+    ++pauses_;
+    TROUPE_LOG(kInfo, kUser) << "pair " << start_.pair_id() << ": node " << start_.receiver()
+                             << " is leaving; paused with " << outstanding_ << " outstanding";
+    if (!probing_) {
+      Probe();
+    }
+  }
+
+  void Probe() {
+    probing_ = true;
+    auto ping = std::make_unique<EvEchoPing>();
+    ping->record.set_node(start_.receiver());
+    ping->record.set_seq(pauses_);
+    Send(kEchoService.WithNode(start_.receiver()), std::move(ping), kTrackDelivery, kProbeCookie);
+  }
+
+  // A probe came back: the node's next incarnation answers (the leaving one refused every send).
+  void HandlePong(EventPtr<EvEchoPong> /*ev*/) {
+    probing_ = false;
+    if (paused_) {
+      receiver_back_ = true;
+      Continue();
+    }
+  }
+
+  // The sender's own node is about to leave (StopLoadSenders): stop, collect the acks, report.
+  void HandleLeave(EventPtr<EvLoadLeave> /*ev*/) {
+    sender_left_ = true;
+    sending_ = false;
+    Continue();
+  }
+
   // Sends more while running; once stopped, finishes when nothing is outstanding.
   void Continue() {
+    if (paused_ && receiver_back_ && outstanding_ == 0 && sending_) {
+      // Every event of the last stretch is answered: a new stretch, counted from here.
+      paused_ = false;
+      stretch_first_ = next_seq_;
+      TROUPE_LOG(kInfo, kUser) << "pair " << start_.pair_id() << ": node " << start_.receiver()
+                               << " is back; resuming at seq " << stretch_first_;
+    }
     if (sending_) {
       Fill();
       return;
@@ -316,13 +441,19 @@ class LoadSender final : public Actor {
     r.set_disconnects(disconnects_);
     r.set_problem(problem_);
     r.set_unsure(unsure_);
+    r.set_leave_undelivered(leave_undelivered_);
+    r.set_pauses(pauses_);
+    r.set_sender_left(sender_left_);
+    r.set_receiver_left(receiver_left_);
     TROUPE_LOG(kInfo, kUser) << "pair " << start_.pair_id() << " done: sent " << sent_ << ", acked "
                              << acked_ << (problem_.empty() ? "" : absl::StrCat(", ", problem_));
     Send(controller_, std::move(report));
+    Send(service_, std::make_unique<EvLoadSenderDone>());
     PassAway();
   }
 
   const LoadStart start_;
+  const ActorId service_;
   const ActorId controller_;
   const ActorId target_;
   const uint32_t window_;
@@ -331,6 +462,17 @@ class LoadSender final : public Actor {
   bool sending_ = true;
   bool draining_ = false;
   bool finished_ = false;
+  // The receiver's node left: nothing new is sent until it is back (receiver_back_) and every
+  // event sent is answered. probing_: a ping to it is on its way.
+  bool paused_ = false;
+  bool receiver_back_ = false;
+  bool probing_ = false;
+  bool sender_left_ = false;
+  bool receiver_left_ = false;
+  // The first sequence number of the current stretch (LoadData.first_seq).
+  uint64_t stretch_first_ = 1;
+  uint64_t leave_undelivered_ = 0;
+  uint32_t pauses_ = 0;
   // Sequence numbers [base_, next_seq_) are sent; resolved_[i] tells whether base_ + i is
   // answered. base_ is always the oldest unanswered one.
   uint64_t next_seq_ = 1;
@@ -360,7 +502,8 @@ class LoadSender final : public Actor {
   LatencyHistogram second_rtt_;
 };
 
-// Spawns one LoadSender per LoadStart.
+// Spawns one LoadSender per LoadStart; once the node is leaving (StopLoadSenders), ends them and
+// answers a later LoadStart with a report saying so.
 class LoadSenderService final : public Actor {
  public:
   LoadSenderService() : Actor(&LoadSenderService::StateWork) {}
@@ -369,19 +512,58 @@ class LoadSenderService final : public Actor {
   TROUPE_STATE(StateWork) {
     switch (ev->type()) {
       TROUPE_HFUNC(EvLoadStart, HandleStart);
+      TROUPE_HFUNC(EvLoadLeave, HandleLeave);
+      TROUPE_HFUNC(EvLoadSenderDone, HandleDone);
       default:
         Unhandled(ev);
     }
   }
 
+  void HandleLeave(EventPtr<EvLoadLeave> ev) {
+    leaving_ = true;
+    if (ev.Get()->wait != nullptr) {
+      waits_.push_back(ev.Get()->wait);
+    }
+    for (const ActorId& sender : live_) {
+      Send(sender, std::make_unique<EvLoadLeave>(nullptr));
+    }
+    NotifyWhenDone();
+  }
+
+  void HandleDone(EventPtr<EvLoadSenderDone> ev) {
+    live_.erase(ev->sender());
+    NotifyWhenDone();
+  }
+
+  void NotifyWhenDone() {
+    for (const std::shared_ptr<LeaveWait>& wait : waits_) {
+      wait->running.store(live_.size(), std::memory_order_relaxed);  // read after a timeout
+      if (live_.empty() && !wait->done.HasBeenNotified()) {
+        wait->done.Notify();
+      }
+    }
+  }
+
   void HandleStart(EventPtr<EvLoadStart> ev) {
     const LoadStart& start = ev.Get()->record;
+    if (leaving_) {
+      // Sent before the controller learned the node leaves: a clean end, restarted like the rest.
+      auto report = std::make_unique<EvLoadReport>();
+      report->record.set_pair_id(start.pair_id());
+      report->record.set_sender_left(true);
+      Send(FromWords(start.controller()), std::move(report));
+      return;
+    }
     TROUPE_LOG(kInfo, kUser) << "pair " << start.pair_id() << ": sending to node "
                              << start.receiver() << " for " << start.duration_ms() << " ms ("
                              << start.payload_bytes() << " B payload, window " << start.window()
                              << ")";
-    Register(std::make_unique<LoadSender>(start));
+    live_.insert(Register(std::make_unique<LoadSender>(start, SelfId())));
   }
+
+  bool leaving_ = false;
+  absl::flat_hash_set<ActorId> live_;
+  std::vector<std::shared_ptr<LeaveWait>> waits_;
 };
 
 absl::Status RegisterService(ActorSystem* system, const ActorId& service,
@@ -407,6 +589,16 @@ absl::Status RegisterNodeServices(ActorSystem* system) {
     return status;
   }
   return RegisterService(system, kLoadReceiverService, std::make_unique<LoadReceiver>());
+}
+
+size_t StopLoadSenders(ActorSystem* system, absl::Duration timeout) {
+  auto wait = std::make_shared<LeaveWait>();
+  system->Send(kLoadSenderService, std::make_unique<EvLoadLeave>(wait));
+  if (wait->done.WaitForNotificationWithTimeout(timeout)) {
+    return 0;
+  }
+  // Acquire is not needed: the count is only printed.
+  return std::max<size_t>(1, wait->running.load(std::memory_order_relaxed));
 }
 
 }  // namespace troupe::examples

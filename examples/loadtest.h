@@ -20,6 +20,25 @@
 // Undelivered data event or the death of the session to the receiver's node stops it early; the
 // report says why.
 //
+// A node that leaves gracefully (interconnect.h, "Leaving") is no failure:
+//   | who leaves        | what the pair does                                                    |
+//   |-------------------|-----------------------------------------------------------------------|
+//   | the receiver's    | an event refused with Undelivered{kShutdown}, or the session ending   |
+//   | node              | as left, pauses it: nothing new is sent, the refused events count in  |
+//   |                   | LoadReport.leave_undelivered (answered, not lost), and it pings the   |
+//   |                   | node's echo service every 100 ms; once every event it sent is         |
+//   |                   | answered and a ping came back (only the node's next incarnation       |
+//   |                   | answers), it resumes with a new stretch of sequence numbers           |
+//   |                   | (LoadData.first_seq), from which the receiver counts gaps             |
+//   |                   | A ping refused with kNoRoute (no member any more: with etcd a node    |
+//   |                   | comes back under a new id) ends the pair with receiver_left; the      |
+//   |                   | controller starts a new pair from the sender to a member              |
+//   | the sender's node | troupe_node calls StopLoadSenders before it leaves: the pair stops    |
+//   |                   | sending, collects its acknowledgements (the cluster still routes      |
+//   |                   | normally) and reports with sender_left; the controller starts a new   |
+//   |                   | pair for the route once the node is back, which sends once the        |
+//   |                   | receiver answers a ping (LoadStart.await_receiver)                    |
+//
 // Thread-safety: the actors are actor-confined; the free functions are thread-safe.
 //
 // Example:
@@ -33,9 +52,11 @@
 //                   troupe::kTrackDelivery, /*cookie=*/1, controller);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "google/protobuf/repeated_ptr_field.h"
 
 #include "actors/actor_id.h"
@@ -54,6 +75,8 @@ enum : EventType {
   kEvLoadAck,
   kEvLoadProgress,
   kEvLoadReport,
+  kEvLoadLeave,       // local: the node is about to leave (StopLoadSenders)
+  kEvLoadSenderDone,  // local: a LoadSender tells its service it ended
   kEvExamplesEnd,
 };
 static_assert(InEventSpace(kEvExamplesEnd - 1, kUserEventSpace + 0x100), "events overflow");
@@ -84,5 +107,13 @@ void AddHistogramProto(const google::protobuf::RepeatedPtrField<HistogramBucket>
 // Registers the echo, lg/sender and lg/recv services on `system`'s default pool. Returns the
 // error of ActorSystem::RegisterService, or kResourceExhausted when an actor cannot be registered.
 absl::Status RegisterNodeServices(ActorSystem* system);
+
+// Ends every LoadSender of `system` cleanly before its node leaves the cluster: each stops
+// sending, waits for the acknowledgements of what it sent (the cluster still routes to this node
+// normally) and sends the controller its report with `sender_left` set; a LoadStart that arrives
+// later is answered with a report saying the node is leaving. Blocks until every sender has
+// reported or `timeout` passes; returns the senders still running then (0: all reported). Call it
+// from a plain thread, before troupe::node::Node::Shutdown; a second call only waits again.
+size_t StopLoadSenders(ActorSystem* system, absl::Duration timeout);
 
 }  // namespace troupe::examples

@@ -27,7 +27,24 @@
 // and leave:I@T stops node I with SIGTERM. Each action is printed and appended to
 // <workdir>/chaos.csv, which troupe_loadgen puts in the report. A node killed or stopped on
 // purpose does not fail the run (one that left must exit 0), nor do losses on the pairs touching
-// it; anything else does, as does an action the load ended before.
+// a killed node (one that leaves costs its pairs nothing: loadtest.h); anything else does, as does
+// an action the load ended before.
+//
+// Readiness: a node is up when its monitoring server answers GET /readyz 200 (node.h: started, a
+// session with every member). The port is the one troupe_cluster gave it (--monitoring_port) with
+// static membership, or with etcd the one in the URL the node writes to its id file. Without a
+// chaos plan or a roll, the run fails when a node of the start is not ready within 30 s.
+//
+// Rolling restart (--roll=T): T seconds after the load start, every node in start order: once it
+// answers /readyz 200 it gets SIGTERM (it leaves the cluster: troupe_node ends its load senders,
+// then Node::Shutdown) and must exit 0 within 20 s; it is started again with the same command line
+// (same id, port and config; with etcd a new id, learnt from its id file), run by --roll_binary
+// with --roll_node_flags appended; it must answer /readyz 200 within 30 s; then the next node.
+// Each leave and ready is printed and appended to chaos.csv (roll-leave, roll-ready), which the
+// load generator turns into the report's roll lines: restarts, events lost (any fails the run),
+// events refused while their node was leaving (reported, not lost), and the RTT p99 of the seconds
+// from the first leave to the last ready next to the whole run's. A step that fails, or a roll
+// the load ends before, fails the run; --roll goes with neither --chaos nor the etcd churn.
 //
 // Exit status (cli.h): the load generator's (0 passed, 1 failed), 1 when a node failed, 2 on a
 // bad flag, 3 on a bad --node_config (or a node that found its config bad).
@@ -36,6 +53,10 @@
 //   troupe_cluster --nodes=2 --pairs=1 --window=1 --low_latency   # the round trip, busy-polled
 //   troupe_cluster --nodes=3 --seconds=6 --chaos=kill:2@2,restart:2@3 --report=/tmp/chaos
 //   troupe_cluster --membership=etcd --nodes=3 --seconds=6   # node 5 joins at 3 s, 3 leaves
+//   troupe_cluster --nodes=3 --seconds=8 --roll=1 --report=/tmp/roll   # restart all, in turn
+//   troupe_cluster --nodes=3 --seconds=8 --roll=1 --roll_binary=/opt/new/troupe_node
+//                  --roll_node_flags="--run_seconds=0"   # the restarted nodes: a new version
+#include <httplib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,6 +84,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
@@ -107,6 +129,20 @@ ABSL_FLAG(std::string, chaos, "",
           "e.g. kill:2@1,restart:2@2.5; with --membership=etcd also join@SECONDS (one more node) "
           "and leave:NODE@SECONDS (SIGTERM, a clean stop). Losses on pairs touching a node killed "
           "or gone are expected; anything else still fails the run");
+ABSL_FLAG(double, roll, -1,
+          "a rolling restart, SECONDS after the load start (below --seconds; -1: none): each node "
+          "in turn, once it is ready (GET /readyz 200), leaves (SIGTERM; it must exit 0), starts "
+          "again (same id, port and config with static membership; a new id with etcd) and must "
+          "be ready again before the next one. The run fails on any loss or a node not ready in "
+          "time; the report gives the RTT p99 during the roll. Not with --chaos; with "
+          "--membership=etcd it replaces the churn");
+ABSL_FLAG(std::string, roll_binary, "",
+          "the troupe_node the nodes run once restarted by --roll (the new version); empty: "
+          "--node_binary's");
+ABSL_FLAG(std::string, roll_node_flags, "",
+          "extra flags for the nodes restarted by --roll only, whitespace-separated (no quoting), "
+          "after troupe_cluster's own (a later value wins), e.g. \"--run_seconds=0\"; leave "
+          "--config, --node_id, --id_file and --monitoring_port alone: the roll relies on them");
 ABSL_FLAG(std::string, workdir, "",
           "where the config and the logs go; empty makes a new directory under /tmp");
 ABSL_FLAG(std::string, report, "",
@@ -130,6 +166,30 @@ using troupe::examples::LocalEtcd;
 constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
 // How long a node started with etcd membership may take to say its id (troupe_node --id_file).
 constexpr absl::Duration kIdTimeout = absl::Seconds(30);
+// How long a node may take to be ready (GET /readyz 200): after the start, and before and after
+// its restart in a roll.
+constexpr absl::Duration kReadyTimeout = absl::Seconds(30);
+// How long a node told to leave in a roll may take to exit (its drain is bounded by 3 s for the
+// load senders and 5 s for the interconnect, troupe_node.cc).
+constexpr absl::Duration kLeaveTimeout = absl::Seconds(20);
+
+// Asks `base_url` (http://host:port of a node's monitoring server) GET /readyz, bounded by half
+// a second; returns the HTTP status (0 when nothing answered) and sets `*answer` to what it said.
+int Readyz(const std::string& base_url, std::string* answer) {
+  httplib::Client client(base_url);
+  client.set_connection_timeout(0, 500'000);
+  client.set_read_timeout(0, 500'000);
+  client.set_write_timeout(0, 500'000);
+  const httplib::Result result = client.Get("/readyz");
+  if (!result) {
+    *answer = result.error() == httplib::Error::Connection
+                  ? absl::StrCat("cannot connect to ", base_url)
+                  : absl::StrCat("no answer (", httplib::to_string(result.error()), ")");
+    return 0;
+  }
+  *answer = std::string(absl::StripTrailingAsciiWhitespace(result->body));
+  return result->status;
+}
 
 // Returns the config every process shares: the node table for `ports` (node i on ports[i - 1],
 // the last one the load generator's), or with `etcd` set, that endpoint and no table.
@@ -473,6 +533,291 @@ class Chaos {
   std::vector<Pending> pending_;
 };
 
+// Returns where the node in `slot` serves its monitoring (http://127.0.0.1:PORT): the port
+// troupe_cluster gave it with static membership, or with etcd the URL in its id file ("" until
+// it wrote it).
+std::string MonitoringUrl(const std::vector<uint16_t>& metrics_ports, const std::string& workdir,
+                          size_t slot) {
+  if (slot < metrics_ports.size()) {
+    return absl::StrCat("http://127.0.0.1:", metrics_ports[slot]);
+  }
+  std::string metrics;
+  troupe::examples::ReadNodeIdFile(IdFile(workdir, slot), &metrics);
+  return std::string(absl::StripSuffix(metrics, "/metrics"));
+}
+
+// A rolling restart (--roll), stepped by the supervisor like the chaos plan: from `at` after the
+// load start, node after node (slots 0..N-1):
+//   | phase       | waits for                       | then                                      |
+//   |-------------|---------------------------------|-------------------------------------------|
+//   | kWaiting    | the load start + `at`           | kCheckReady with the first node           |
+//   | kCheckReady | GET /readyz 200 (kReadyTimeout) | SIGTERM, a roll-leave row; kLeaving       |
+//   | kLeaving    | its exit (kLeaveTimeout), 0     | the same command again (the roll's binary |
+//   |             |                                 | and extra flags); kStarting with etcd,    |
+//   |             |                                 | else kReady                               |
+//   | kStarting   | its id file (kIdTimeout)        | kReady                                    |
+//   | kReady      | GET /readyz 200 (kReadyTimeout) | a roll-ready row; the next node, or kDone |
+// Anything else ends the roll as failed, saying why.
+class Roll {
+ public:
+  struct Options {
+    std::optional<absl::Duration> at;  // none: no roll
+    std::string binary;                // what the restarted nodes run
+    std::vector<std::string> extra;    // their extra flags
+    bool etcd = false;
+    std::string workdir;
+    std::string start_file;
+    std::string log;
+    std::vector<uint16_t> metrics_ports;  // static membership: each node's monitoring port
+  };
+
+  explicit Roll(Options options)
+      : options_(std::move(options)), phase_(options_.at ? Phase::kWaiting : Phase::kOff) {}
+
+  // Returns how long to wait before the next step, at most `cap`.
+  absl::Duration Wait(absl::Duration cap) const {
+    switch (phase_) {
+      case Phase::kOff:
+      case Phase::kDone:
+        return cap;
+      case Phase::kWaiting:
+        if (!start_) {
+          return std::min(cap, absl::Milliseconds(20));
+        }
+        return std::clamp(*start_ + *options_.at - absl::Now(), absl::ZeroDuration(), cap);
+      default:
+        return std::min(cap, absl::Milliseconds(50));
+    }
+  }
+
+  // Carries out what is due. Returns why the roll failed ("" while it goes well).
+  std::string Step(Processes& processes, const sigset_t& child_mask) {
+    const absl::Time now = absl::Now();
+    switch (phase_) {
+      case Phase::kOff:
+      case Phase::kDone:
+        return "";
+      case Phase::kWaiting:
+        if (!start_) {
+          start_ = troupe::examples::ReadLoadStart(options_.start_file);
+        }
+        if (start_ && now >= *start_ + *options_.at) {
+          std::printf("troupe_cluster: roll: restarting %zu node(s) in turn at %.2f s\n",
+                      processes.nodes, Seconds(now));
+          Enter(Phase::kCheckReady);
+        }
+        return "";
+      case Phase::kCheckReady:
+        return CheckReady(processes);
+      case Phase::kLeaving:
+        return Leaving(processes, child_mask);
+      case Phase::kStarting: {
+        const troupe::NodeId id = troupe::examples::ReadNodeIdFile(IdFile(options_.workdir, slot_));
+        if (id == 0) {
+          return now - since_ > kIdTimeout
+                     ? absl::StrCat(processes.children[slot_].name, " (pid ",
+                                    processes.children[slot_].pid, ") did not say its id within ",
+                                    absl::FormatDuration(kIdTimeout))
+                     : "";
+        }
+        processes.ids[slot_] = id;
+        processes.children[slot_].name = absl::StrCat("node ", id);
+        Enter(Phase::kReady);
+        return "";
+      }
+      case Phase::kReady:
+        return Ready(processes);
+    }
+    return "";
+  }
+
+  // Whether the node in `slot` is down on purpose (it left and is not started again yet).
+  bool down(size_t slot) const { return phase_ == Phase::kLeaving && slot == slot_; }
+  // Nodes the roll has not restarted yet (0 without a roll, and once it is done).
+  size_t pending(size_t nodes) const {
+    return phase_ == Phase::kOff || phase_ == Phase::kDone ? 0 : nodes - slot_;
+  }
+  // Whether a roll was asked for.
+  bool enabled() const { return phase_ != Phase::kOff; }
+
+ private:
+  enum class Phase { kOff, kWaiting, kCheckReady, kLeaving, kStarting, kReady, kDone };
+
+  double Seconds(absl::Time t) const { return absl::ToDoubleSeconds(t - *start_); }
+
+  void Enter(Phase phase) {
+    phase_ = phase;
+    since_ = absl::Now();
+  }
+
+  // Asks the node in `slot_` GET /readyz; true on 200, else keeps what it said in last_answer_.
+  bool IsReady() {
+    const std::string url = MonitoringUrl(options_.metrics_ports, options_.workdir, slot_);
+    if (url.empty()) {
+      last_answer_ = "its monitoring URL is not known yet";
+      return false;
+    }
+    std::string answer;
+    const int status = Readyz(url, &answer);
+    last_answer_ = status == 0 ? answer : absl::StrCat(status, " \"", answer, "\"");
+    return status == 200;
+  }
+
+  std::string CheckReady(Processes& processes) {
+    Child& child = processes.children[slot_];
+    if (!IsReady()) {
+      return absl::Now() - since_ > kReadyTimeout
+                 ? absl::StrCat(child.name, " was not ready before its leave within ",
+                                absl::FormatDuration(kReadyTimeout),
+                                " (GET /readyz: ", last_answer_, ")")
+                 : "";
+    }
+    const absl::Time now = absl::Now();
+    leave_at_ = now;
+    ::kill(child.pid, SIGTERM);  // reaped by the supervisor; Leaving checks the exit status
+    std::printf("troupe_cluster: roll: node %u leaves (SIGTERM to pid %d) at %.2f s\n",
+                processes.ids[slot_], child.pid, Seconds(now));
+    Enter(Phase::kLeaving);
+    return Record({.second = Seconds(now),
+                   .node = processes.ids[slot_],
+                   .action = std::string(troupe::examples::kRollLeave),
+                   .pid = child.pid});
+  }
+
+  std::string Leaving(Processes& processes, const sigset_t& child_mask) {
+    Child& child = processes.children[slot_];
+    if (child.running) {
+      return absl::Now() - since_ > kLeaveTimeout
+                 ? absl::StrCat(child.name, " (pid ", child.pid, ") did not exit within ",
+                                absl::FormatDuration(kLeaveTimeout), " of SIGTERM")
+                 : "";
+    }
+    if (!(WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0)) {
+      troupe::examples::PrintTail(child.log);
+      return absl::StrCat(child.name, " (pid ", child.pid, ") did not exit cleanly when it left: ",
+                          troupe::examples::Describe(child.status));
+    }
+    const absl::Time now = absl::Now();
+    std::printf("troupe_cluster: roll: node %u exited 0 after %.2f s\n", processes.ids[slot_],
+                absl::ToDoubleSeconds(now - leave_at_));
+    std::ofstream(child.log, std::ios::app)
+        << "---- troupe_cluster: roll: node " << processes.ids[slot_] << " restarted at "
+        << Seconds(now) << " s ----\n";
+    child.args[0] = options_.binary;
+    child.args.insert(child.args.end(), options_.extra.begin(), options_.extra.end());
+    if (options_.etcd) {
+      ::unlink(IdFile(options_.workdir, slot_).c_str());  // the new process gets a new id
+    }
+    if (!troupe::examples::Spawn({.log_stdout = true, .own_group = true, .append = true},
+                                 child_mask, &child)) {
+      return absl::StrCat("could not start ", child.name, " again");
+    }
+    std::printf("troupe_cluster: roll: node %u started again (pid %d, %s)\n", processes.ids[slot_],
+                child.pid, absl::StrJoin(child.args, " ").c_str());
+    Enter(options_.etcd ? Phase::kStarting : Phase::kReady);
+    return "";
+  }
+
+  std::string Ready(Processes& processes) {
+    Child& child = processes.children[slot_];
+    if (!IsReady()) {
+      return absl::Now() - since_ > kReadyTimeout
+                 ? absl::StrCat(child.name, " (pid ", child.pid, ") was not ready within ",
+                                absl::FormatDuration(kReadyTimeout),
+                                " of its restart (GET /readyz: ", last_answer_, ")")
+                 : "";
+    }
+    const absl::Time now = absl::Now();
+    std::printf(
+        "troupe_cluster: roll: node %u ready again (GET /readyz 200) at %.2f s, %.2f s "
+        "after its leave\n",
+        processes.ids[slot_], Seconds(now), absl::ToDoubleSeconds(now - leave_at_));
+    if (std::string why = Record({.second = Seconds(now),
+                                  .node = processes.ids[slot_],
+                                  .action = std::string(troupe::examples::kRollReady),
+                                  .pid = child.pid});
+        !why.empty()) {
+      return why;
+    }
+    if (first_leave_ == absl::InfinitePast()) {
+      first_leave_ = leave_at_;
+    }
+    if (++slot_ == processes.nodes) {
+      std::printf("troupe_cluster: roll: every node restarted, from %.2f s to %.2f s (%.2f s)\n",
+                  Seconds(first_leave_), Seconds(now), absl::ToDoubleSeconds(now - first_leave_));
+      Enter(Phase::kDone);
+    } else {
+      Enter(Phase::kCheckReady);
+    }
+    return "";
+  }
+
+  std::string Record(const ChaosEvent& event) const {
+    std::ofstream out(options_.log, std::ios::app);
+    out << troupe::examples::ChaosCsvRow(event);
+    return out.flush() ? "" : absl::StrCat("cannot write ", options_.log);
+  }
+
+  const Options options_;
+  Phase phase_;
+  std::optional<absl::Time> start_;
+  size_t slot_ = 0;
+  absl::Time since_;
+  absl::Time leave_at_;
+  absl::Time first_leave_ = absl::InfinitePast();
+  std::string last_answer_;
+};
+
+// Waits, while the supervisor runs, for every node of the start to be ready (GET /readyz 200),
+// at most kReadyTimeout from when it was made, and prints when they are. Off with a chaos plan (a
+// node killed on purpose leaves the others not ready) and with a roll (which asks each node
+// before its leave).
+class StartupReadiness {
+ public:
+  StartupReadiness(bool enabled, std::vector<uint16_t> metrics_ports, std::string workdir)
+      : enabled_(enabled),
+        metrics_ports_(std::move(metrics_ports)),
+        workdir_(std::move(workdir)),
+        since_(absl::Now()) {}
+
+  // Returns how long to wait before the next question, at most `cap`.
+  absl::Duration Wait(absl::Duration cap) const {
+    return enabled_ ? std::min(cap, absl::Milliseconds(50)) : cap;
+  }
+
+  // Asks the next node not known ready. Returns why the nodes are not all ready in time ("" while
+  // they may still be, and once they are).
+  std::string Step(const Processes& processes) {
+    if (!enabled_) {
+      return "";
+    }
+    std::string answer;
+    const std::string url = MonitoringUrl(metrics_ports_, workdir_, next_);
+    const int status = url.empty() ? 0 : Readyz(url, &answer);
+    if (status == 200) {
+      if (++next_ == processes.nodes) {
+        std::printf("troupe_cluster: every node ready (GET /readyz 200) %.2f s after the start\n",
+                    absl::ToDoubleSeconds(absl::Now() - since_));
+        enabled_ = false;
+      }
+      return "";
+    }
+    if (absl::Now() - since_ > kReadyTimeout) {
+      return absl::StrCat(processes.children[next_].name, " was not ready within ",
+                          absl::FormatDuration(kReadyTimeout), " of the start (GET /readyz: ",
+                          status == 0 ? answer : absl::StrCat(status, " \"", answer, "\""), ")");
+    }
+    return "";
+  }
+
+ private:
+  bool enabled_;
+  const std::vector<uint16_t> metrics_ports_;
+  const std::string workdir_;
+  const absl::Time since_;
+  size_t next_ = 0;
+};
+
 // Waits until the node in `slot` has written its id (troupe_node --id_file), at most
 // kIdTimeout. Returns why not: it ended, a signal came, the time ran out.
 std::string WaitForId(Processes& processes, size_t slot, const std::string& id_file,
@@ -508,6 +853,10 @@ struct ClusterFlags {
   bool etcd = false;
   std::string chaos_plan;  // as given, or the default churn with etcd
   std::vector<ChaosAction> plan;
+  std::optional<absl::Duration> roll;  // --roll
+  std::vector<std::string> roll_flags;
+  // The load generator writes the load start and reads the chaos log.
+  bool logged() const { return !plan.empty() || roll.has_value(); }
 };
 
 // Reads and checks the flags that shape the run. Prints the problem and returns kExitUsage on a
@@ -536,7 +885,34 @@ int ReadFlags(ClusterFlags* flags) {
     return kExitUsage;
   }
   std::string& chaos_plan = flags->chaos_plan = absl::GetFlag(FLAGS_chaos);
-  if (etcd && chaos_plan.empty() && absl::GetFlag(FLAGS_churn)) {
+  if (const double roll = absl::GetFlag(FLAGS_roll); roll != -1) {
+    if (!(roll >= 0 && roll < seconds)) {
+      std::fprintf(stderr,
+                   "troupe_cluster: --roll: seconds after the load start, from 0 to below "
+                   "--seconds (%d), or -1 for none; got %g\n",
+                   seconds, roll);
+      return kExitUsage;
+    }
+    if (!chaos_plan.empty()) {
+      std::fprintf(stderr, "troupe_cluster: --roll and --chaos: one or the other\n");
+      return kExitUsage;
+    }
+    flags->roll = absl::Seconds(roll);
+  } else if (!absl::GetFlag(FLAGS_roll_binary).empty() ||
+             !absl::GetFlag(FLAGS_roll_node_flags).empty()) {
+    std::fprintf(stderr, "troupe_cluster: --roll_binary and --roll_node_flags need --roll\n");
+    return kExitUsage;
+  }
+  for (absl::string_view flag : absl::StrSplit(absl::GetFlag(FLAGS_roll_node_flags),
+                                               absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+    if (!absl::StartsWith(flag, "-")) {
+      std::fprintf(stderr, "troupe_cluster: --roll_node_flags: '%s' is not a flag (want --a=b)\n",
+                   std::string(flag).c_str());
+      return kExitUsage;
+    }
+    flags->roll_flags.emplace_back(flag);
+  }
+  if (etcd && chaos_plan.empty() && absl::GetFlag(FLAGS_churn) && !flags->roll) {
     // Half-way through, one more node; at three quarters, the last node of the start leaves
     // (with one node only, it stays: the load needs it).
     chaos_plan = absl::StrCat("join@", seconds / 2.0);
@@ -584,6 +960,7 @@ Signals BlockSignals() {
 // The programs the run starts.
 struct Binaries {
   std::string node;
+  std::string roll;  // what nodes restarted by --roll run
   std::string loadgen;
   std::string etcd;  // with --membership=etcd only
 };
@@ -600,9 +977,14 @@ int FindBinaries(const char* argv0, bool etcd, Binaries* binaries) {
   if (binaries->loadgen.empty()) {
     binaries->loadgen = dir + "/troupe_loadgen";
   }
-  for (const std::string& binary : {binaries->node, binaries->loadgen}) {
+  binaries->roll = absl::GetFlag(FLAGS_roll_binary);
+  if (binaries->roll.empty()) {
+    binaries->roll = binaries->node;
+  }
+  for (const std::string& binary : {binaries->node, binaries->loadgen, binaries->roll}) {
     if (::access(binary.c_str(), X_OK) != 0) {
-      std::fprintf(stderr, "troupe_cluster: %s: %s (see --node_binary, --loadgen_binary)\n",
+      std::fprintf(stderr,
+                   "troupe_cluster: %s: %s (see --node_binary, --loadgen_binary, --roll_binary)\n",
                    binary.c_str(), ErrorText(errno).c_str());
       return kExitUsage;
     }
@@ -702,7 +1084,7 @@ bool WriteRunFiles(const ClusterFlags& flags, const Ports& ports, const std::str
   absl::StatusOr<std::string> config_text = NodeConfigText(ports.table, etcd_endpoint);
   ::unlink(files.load_start.c_str());
   return config_text.ok() && WriteFile(files.config, *config_text) &&
-         (flags.plan.empty() ||
+         (!flags.logged() ||
           WriteFile(files.chaos_log, absl::StrCat(troupe::examples::kChaosCsvHeader, "\n")));
 }
 
@@ -763,7 +1145,7 @@ void AddLoadgen(const ClusterFlags& flags, const std::string& loadgen_binary,
   if (!absl::GetFlag(FLAGS_report).empty()) {
     loadgen.args.push_back("--report=" + absl::GetFlag(FLAGS_report));
   }
-  if (!flags.plan.empty()) {
+  if (flags.logged()) {
     loadgen.args.push_back("--load_start_file=" + files.load_start);
     loadgen.args.push_back("--chaos_log=" + files.chaos_log);
   }
@@ -799,6 +1181,19 @@ void PrintLayout(const ClusterFlags& flags, const Ports& ports, const std::strin
     std::printf("troupe_cluster: %s: %s (seconds after the load start), logged to %s\n",
                 absl::GetFlag(FLAGS_chaos).empty() ? "membership changes" : "chaos",
                 flags.chaos_plan.c_str(), files.chaos_log.c_str());
+  }
+  if (flags.roll) {
+    std::printf(
+        "troupe_cluster: roll: every node in turn from %.2f s after the load start%s%s, logged "
+        "to %s\n",
+        absl::ToDoubleSeconds(*flags.roll),
+        absl::GetFlag(FLAGS_roll_binary).empty()
+            ? ""
+            : absl::StrCat(", restarted as ", absl::GetFlag(FLAGS_roll_binary)).c_str(),
+        flags.roll_flags.empty()
+            ? ""
+            : absl::StrCat(" with ", absl::StrJoin(flags.roll_flags, " ")).c_str(),
+        files.chaos_log.c_str());
   }
 }
 
@@ -858,12 +1253,14 @@ struct Outcome {
 
 // Waits for the load generator to end, carrying out the chaos plan meanwhile. Ends early on
 // SIGINT or SIGTERM, a chaos action that fails, a node that dies unasked, or etcd dying.
-Outcome Supervise(const Signals& signals, LocalEtcd* local_etcd, Chaos& chaos,
-                  Processes& processes) {
+Outcome Supervise(const Signals& signals, LocalEtcd* local_etcd, Chaos& chaos, Roll& roll,
+                  StartupReadiness& readiness, Processes& processes) {
   std::vector<Child>& children = processes.children;
   Outcome outcome;
   while (true) {
-    const int signal = troupe::examples::WaitSignal(signals.wait, chaos.Wait(kPollInterval));
+    const int signal = troupe::examples::WaitSignal(
+        signals.wait, std::min({chaos.Wait(kPollInterval), roll.Wait(kPollInterval),
+                                readiness.Wait(kPollInterval)}));
     if (signal == SIGINT || signal == SIGTERM) {
       outcome.why = absl::StrCat("interrupted (", troupe::examples::SignalText(signal), ")");
       return outcome;
@@ -876,8 +1273,16 @@ Outcome Supervise(const Signals& signals, LocalEtcd* local_etcd, Chaos& chaos,
       outcome.why = "a chaos action failed";
       return outcome;
     }
+    if (std::string why = roll.Step(processes, signals.original); !why.empty()) {
+      outcome.why = absl::StrCat("roll failed: ", why);
+      return outcome;
+    }
+    if (std::string why = readiness.Step(processes); !why.empty()) {
+      outcome.why = why;
+      return outcome;
+    }
     for (size_t i = 0; i < children.size(); ++i) {
-      if (i != processes.loadgen() && !children[i].running && !chaos.down(i)) {
+      if (i != processes.loadgen() && !children[i].running && !chaos.down(i) && !roll.down(i)) {
         outcome.died = i;
       }
     }
@@ -899,7 +1304,7 @@ Outcome Supervise(const Signals& signals, LocalEtcd* local_etcd, Chaos& chaos,
 // actions were left or a node told to stop (at the end or when it left) did not exit 0;
 // kExitConfig when a node that died found its config bad.
 int ExitStatus(const Outcome& outcome, const Processes& processes, const std::vector<bool>& told,
-               const Chaos& chaos) {
+               const Chaos& chaos, const Roll& roll) {
   const std::vector<Child>& children = processes.children;
   int code = kExitFailed;
   if (outcome.died && WIFEXITED(children[*outcome.died].status) &&
@@ -919,6 +1324,13 @@ int ExitStatus(const Outcome& outcome, const Processes& processes, const std::ve
   if (chaos.pending() > 0) {
     std::printf("troupe_cluster: chaos: %zu action(s) not carried out: the load ended first\n",
                 chaos.pending());
+    code = kExitFailed;
+  }
+  if (const size_t left = roll.pending(processes.nodes); left > 0) {
+    std::printf(
+        "troupe_cluster: roll failed: %zu node(s) not restarted and ready again before the load "
+        "ended (a longer --seconds or an earlier --roll)\n",
+        left);
     code = kExitFailed;
   }
   // A node that does not exit 0 on SIGTERM (a crash at shutdown, a sanitizer report), told at
@@ -1015,8 +1427,18 @@ int Run(const char* argv0) {
   outcome.why = StartProcesses(flags.etcd, workdir, signals, &processes);
   Chaos chaos(flags.plan, files.load_start, files.chaos_log, flags.etcd, workdir,
               {binaries.node, "--config=" + files.config});
+  Roll roll({.at = flags.roll,
+             .binary = binaries.roll,
+             .extra = flags.roll_flags,
+             .etcd = flags.etcd,
+             .workdir = workdir,
+             .start_file = files.load_start,
+             .log = files.chaos_log,
+             .metrics_ports = ports.metrics});
+  StartupReadiness readiness(flags.plan.empty() && !flags.roll, ports.metrics, workdir);
   if (!outcome.failed()) {
-    outcome = Supervise(signals, flags.etcd ? &local_etcd : nullptr, chaos, processes);
+    outcome =
+        Supervise(signals, flags.etcd ? &local_etcd : nullptr, chaos, roll, readiness, processes);
   }
   if (outcome.failed()) {
     std::printf("troupe_cluster: %s; stopping every process\n", outcome.why.c_str());
@@ -1027,7 +1449,7 @@ int Run(const char* argv0) {
 
   const std::vector<bool> told =
       StopEverything(signals, workdir, flags.etcd ? &local_etcd : nullptr, processes);
-  const int code = ExitStatus(outcome, processes, told, chaos);
+  const int code = ExitStatus(outcome, processes, told, chaos, roll);
   std::printf("troupe_cluster: every process stopped; exit %d\n", code);
   return code;
 }
@@ -1040,9 +1462,10 @@ int main(int argc, char** argv) {
       "Runs a local Troupe cluster (troupe_node processes) and a load test (troupe_loadgen) "
       "against it, then stops every process; with --chaos, kills and restarts nodes during the "
       "load; with --membership=etcd, the nodes find each other in a local etcd and one joins "
-      "and one leaves during the load. Exits 0 when every event was acknowledged once, in order "
-      "(under --chaos: on every pair clear of the nodes killed or gone) and every node ran and "
-      "stopped cleanly, 1 otherwise.");
+      "and one leaves during the load; with --roll, restarts every node in turn under the load, "
+      "each step gated on GET /readyz. Exits 0 when every event was acknowledged once, in order, "
+      "or reported undelivered while its node was leaving (under --chaos: on every pair clear of "
+      "the nodes killed) and every node ran and stopped cleanly, 1 otherwise.");
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   return Run(argv[0]);
 }

@@ -13,6 +13,15 @@
 // injected and the membership changes from --chaos_log at the end (chaos.h): losses on a pair
 // touching a node killed or gone are then expected.
 //
+// A node that leaves gracefully costs nothing (loadtest.h): a pair sending to it pauses and resumes
+// once it is back, the events it refused while leaving counted as undelivered, not lost; a pair
+// it sends for ends cleanly first, and the controller starts a new pair for the route when the node
+// is back (it pings the node until its next incarnation answers), or, when a pair's receiver left
+// the membership for good (etcd), one from the same sender to another member. Under troupe_cluster
+// --roll the chaos log's roll-leave and roll-ready rows give the roll's lines: restarts, events
+// lost (any fails the run), events refused while their node was leaving, and the RTT p99 of the
+// seconds from the first leave to the last ready next to the whole run's.
+//
 // It follows the membership (a Watch on its nameservice): a node that joins during the load gets
 // an echo ping at once — its answer is the first event back from the node, whose time the report
 // gives — and a pair of its own, from it to the first node of the load still a member, for the
@@ -21,6 +30,7 @@
 //   troupe_loadgen --config=cluster.conf --node_id=4 --seconds=5 [--report=/tmp/run1]
 //   troupe_loadgen --config=etcd.conf --expect_nodes=3 --seconds=5   # membership in etcd
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -101,7 +111,8 @@ struct LoadPlan {
   uint32_t window = 0;
   // The nodes of the load and this one: a member not among them has joined.
   std::set<NodeId> known;
-  // Where a joined node's pair sends, in order of preference while members: the load's nodes.
+  // Where a joined node's pair sends, in order of preference while members: the load's nodes,
+  // then the nodes that joined.
   std::vector<NodeId> receivers;
 };
 
@@ -184,6 +195,7 @@ class Board {
       return std::nullopt;
     }
     plan_->known.insert(node);
+    plan_->receivers.push_back(node);  // a later joiner may send to it
     Join& join = joins_[node];
     join.node = node;
     join.seen = now;
@@ -198,21 +210,80 @@ class Board {
     if (receiver == 0 || plan_->end - now < kShortestJoinPair) {
       return start;
     }
-    // The run's second it starts in; seconds are (start + k - 1 s, start + k s].
-    const int64_t into = std::max<int64_t>(0, absl::ToInt64Nanoseconds(now - plan_->start));
-    const auto second = static_cast<uint32_t>(into / 1'000'000'000 + 1);
-    start.pair = {.id = static_cast<uint32_t>(pairs_.size() + 1),
-                  .sender = node,
-                  .receiver = receiver,
-                  .first_second = second};
-    start.payload = plan_->payload;
-    start.window = plan_->window;
-    start.duration_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(plan_->end - now));
-    start.first_second_end_ns = absl::ToUnixNanos(plan_->start + absl::Seconds(second));
-    start.end_ns = absl::ToUnixNanos(plan_->end);
-    pairs_.push_back(start.pair);
+    start = NewPair(node, receiver, now);
     join.pair = start.pair;
     return start;
+  }
+
+  // Notes that pair `pair`'s sender node left cleanly (LoadReport.sender_left): its route gets a
+  // new pair once the node is back (Rejoined).
+  void SenderLeft(uint32_t pair) {
+    troupe::MutexLock lock(&mu_);
+    for (const LoadPair& known : pairs_) {
+      if (known.id == pair) {
+        awaiting_.push_back(known);
+      }
+    }
+  }
+  // Whether a pair sent by `node` waits for it to come back.
+  bool Awaits(NodeId node) const {
+    troupe::MutexLock lock(&mu_);
+    return std::any_of(awaiting_.begin(), awaiting_.end(),
+                       [node](const LoadPair& pair) { return pair.sender == node; });
+  }
+  // `node` is back after it left: returns a new pair for each route it sent on (none when the
+  // load is ending), and forgets them.
+  std::vector<JoinStart> Rejoined(NodeId node, absl::Time now) {
+    troupe::MutexLock lock(&mu_);
+    std::vector<JoinStart> starts;
+    for (auto it = awaiting_.begin(); it != awaiting_.end();) {
+      if (it->sender != node) {
+        ++it;
+        continue;
+      }
+      if (plan_ && plan_->end - now >= kShortestJoinPair) {
+        starts.push_back(NewPair(node, it->receiver, now));
+        restarted_.push_back(absl::StrFormat(
+            "pair %u (%u->%u) continues as pair %u from second %u", it->id, it->sender,
+            it->receiver, starts.back().pair.id, starts.back().pair.first_second));
+      }
+      it = awaiting_.erase(it);
+    }
+    return starts;
+  }
+  // Pair `pair`'s receiver left the cluster for good (LoadReport.receiver_left): returns a new
+  // pair from its sender to the first of `present` (members that listen) that is neither the
+  // sender, this node nor the receiver, preferring the load's nodes; nullopt when there is none or
+  // the load is ending.
+  std::optional<JoinStart> Reroute(uint32_t pair, NodeId self, const std::set<NodeId>& present,
+                                   absl::Time now) {
+    troupe::MutexLock lock(&mu_);
+    const auto old = std::find_if(pairs_.begin(), pairs_.end(),
+                                  [pair](const LoadPair& known) { return known.id == pair; });
+    if (!plan_ || old == pairs_.end() || plan_->end - now < kShortestJoinPair) {
+      return std::nullopt;
+    }
+    const LoadPair from = *old;
+    NodeId receiver = 0;
+    for (const NodeId candidate : present) {
+      if (candidate != from.sender && candidate != self && candidate != from.receiver) {
+        receiver = candidate;
+        break;
+      }
+    }
+    if (receiver == 0) {
+      return std::nullopt;
+    }
+    JoinStart start = NewPair(from.sender, receiver, now);
+    restarted_.push_back(absl::StrFormat(
+        "pair %u (%u->%u) continues as pair %u (%u->%u) from second %u: its receiver left", from.id,
+        from.sender, from.receiver, start.pair.id, from.sender, receiver, start.pair.first_second));
+    return start;
+  }
+  // One line per pair continued by a new one after its sender's node came back.
+  std::vector<std::string> restarted() const {
+    troupe::MutexLock lock(&mu_);
+    return restarted_;
   }
   // The answer to `node`'s echo ping came at `at`.
   void FirstEvent(NodeId node, absl::Time at) {
@@ -237,6 +308,30 @@ class Board {
   std::optional<LoadPlan> plan_ ABSL_GUARDED_BY(mu_);
   std::vector<LoadPair> pairs_ ABSL_GUARDED_BY(mu_);
   std::map<NodeId, Join> joins_ ABSL_GUARDED_BY(mu_);
+  // Pairs whose sender's node left, until it is back.
+  std::vector<LoadPair> awaiting_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> restarted_ ABSL_GUARDED_BY(mu_);
+
+  // Returns the LoadStart of a new pair `sender`->`receiver` starting `now`, in the run's
+  // current second, and adds it to the pairs.
+  JoinStart NewPair(NodeId sender, NodeId receiver, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    JoinStart start;
+    // The run's second it starts in; seconds are (start + k - 1 s, start + k s].
+    const int64_t into = std::max<int64_t>(0, absl::ToInt64Nanoseconds(now - plan_->start));
+    const auto second = static_cast<uint32_t>(into / 1'000'000'000 + 1);
+    start.pair = {.id = static_cast<uint32_t>(pairs_.size() + 1),
+                  .sender = sender,
+                  .receiver = receiver,
+                  .first_second = second};
+    start.payload = plan_->payload;
+    start.window = plan_->window;
+    start.duration_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(plan_->end - now));
+    start.first_second_end_ns = absl::ToUnixNanos(plan_->start + absl::Seconds(second));
+    start.end_ns = absl::ToUnixNanos(plan_->end);
+    pairs_.push_back(start.pair);
+    return start;
+  }
 };
 
 // Returns the LoadStart of `pair`.
@@ -260,14 +355,24 @@ std::unique_ptr<troupe::examples::EvLoadStart> MakeLoadStart(const LoadPair& pai
 // node) and a pair.
 class Controller final : public troupe::Actor {
  public:
+  // `rejoins`: a node whose pairs ended because it left comes back with the same id (a static
+  // table), so its routes get new pairs then; with etcd it comes back as a new node (a join).
   Controller(Board* board, NodeId self,
-             std::shared_ptr<troupe::interconnect::Nameservice> nameservice)
+             std::shared_ptr<troupe::interconnect::Nameservice> nameservice, bool rejoins)
       : Actor(&Controller::StateWork),
         board_(board),
         self_(self),
-        nameservice_(std::move(nameservice)) {}
+        nameservice_(std::move(nameservice)),
+        rejoins_(rejoins) {}
 
  private:
+  // EchoPing.seq of a join's ping and of a probe of a node that left.
+  static constexpr uint64_t kJoinPing = 1;
+  static constexpr uint64_t kRejoinProbe = 2;
+  // The cookie of a probe: the node, with this bit.
+  static constexpr uint64_t kProbeBit = uint64_t{1} << 32;
+  static constexpr absl::Duration kProbeInterval = absl::Milliseconds(100);
+
   TROUPE_STATE(StateWork) {
     switch (ev->type()) {
       TROUPE_HFUNC(troupe::examples::EvLoadProgress, HandleProgress);
@@ -276,6 +381,7 @@ class Controller final : public troupe::Actor {
       TROUPE_HFUNC(EvMembersChanged, HandleMembersChanged);
       TROUPE_HFUNC(troupe::EvUndelivered, HandleUndelivered);
       TROUPE_HFUNC(troupe::EvNodeDisconnected, HandleDisconnected);
+      TROUPE_HFUNC(troupe::EvWakeup, HandleWakeup);
       TROUPE_IGNORE(troupe::kEvNodeConnected);
       default:
         Unhandled(ev);
@@ -286,34 +392,105 @@ class Controller final : public troupe::Actor {
     board_->figures().AddSecond(ev.Get()->record);
   }
   void HandleReport(troupe::EventPtr<troupe::examples::EvLoadReport> ev) {
-    board_->Report(std::move(ev.Get()->record));
+    troupe::examples::LoadReport& report = ev.Get()->record;
+    if (report.receiver_left()) {
+      if (std::optional<JoinStart> start =
+              board_->Reroute(report.pair_id(), self_, Present(), absl::Now())) {
+        StartPairs({*start});
+      }
+    }
+    if (report.sender_left() && rejoins_) {
+      board_->SenderLeft(report.pair_id());
+      // The session ended before the report came (seldom): the node may be back already.
+      const NodeId sender = ev->sender().node_id();
+      if (left_.erase(sender) > 0) {
+        Probe(sender);
+      }
+    }
+    board_->Report(std::move(report));
   }
   void HandlePong(troupe::EventPtr<troupe::examples::EvEchoPong> ev) {
-    board_->FirstEvent(ev.Get()->record.node(), absl::Now());
+    const NodeId node = ev.Get()->record.node();
+    if (ev.Get()->record.seq() == kRejoinProbe) {
+      probing_.erase(node);
+      StartPairs(board_->Rejoined(node, absl::Now()));
+      return;
+    }
+    board_->FirstEvent(node, absl::Now());
+  }
+  void HandleWakeup(troupe::EventPtr<troupe::EvWakeup> ev) {
+    const auto node = static_cast<NodeId>(ev.Get()->tag);
+    if (probing_.contains(node)) {
+      Probe(node);
+    }
+  }
+
+  // Pings `node` until it answers: only its next incarnation can (the one that left said goodbye
+  // before this is sent, and refuses every send while leaving).
+  void Probe(NodeId node) {
+    probing_.insert(node);
+    auto ping = std::make_unique<troupe::examples::EvEchoPing>();
+    ping->record.set_node(node);
+    ping->record.set_seq(kRejoinProbe);
+    Send(troupe::examples::kEchoService.WithNode(node), std::move(ping), troupe::kTrackDelivery,
+         kProbeBit | node);
+  }
+
+  void StartPairs(const std::vector<JoinStart>& starts) {
+    for (const JoinStart& join : starts) {
+      auto start = MakeLoadStart(join.pair, join.payload, join.window, join.duration_ms, SelfId());
+      start->record.set_first_second(join.pair.first_second);
+      start->record.set_first_second_end_ns(join.first_second_end_ns);
+      start->record.set_end_ns(join.end_ns);
+      // The sender's node may be back before its session to the receiver is up.
+      start->record.set_await_receiver(true);
+      TROUPE_LOG(kInfo, kUser) << "node " << join.pair.sender << " is back: pair " << join.pair.id
+                               << " (" << join.pair.sender << "->" << join.pair.receiver
+                               << ") from second " << join.pair.first_second;
+      Send(troupe::examples::kLoadSenderService.WithNode(join.pair.sender), std::move(start),
+           troupe::kTrackDelivery | troupe::kSubscribeOnSession, join.pair.id);
+    }
   }
   void HandleUndelivered(troupe::EventPtr<troupe::EvUndelivered> ev) {
     const std::string why =
         absl::StrCat("undelivered (", troupe::UndeliveredReasonName(ev.Get()->reason), ")");
     if (ev.Get()->source_type == troupe::examples::kEvLoadStart) {
       board_->StartFailed(static_cast<uint32_t>(ev->cookie()), absl::StrCat("LoadStart ", why));
+    } else if (ev.Get()->source_type == troupe::examples::kEvEchoPing &&
+               (ev->cookie() & kProbeBit) != 0) {
+      // Not back yet: ping again.
+      ScheduleWakeup(kProbeInterval, ev->cookie() & ~kProbeBit);
     } else if (ev.Get()->source_type == troupe::examples::kEvEchoPing) {
       board_->PingFailed(static_cast<NodeId>(ev->cookie()), absl::StrCat("echo ping ", why));
     }
   }
 
   void HandleDisconnected(troupe::EventPtr<troupe::EvNodeDisconnected> ev) {
-    board_->SenderLost(ev.Get()->node);
+    const NodeId node = ev.Get()->node;
+    board_->SenderLost(node);
+    if (ev.Get()->left && rejoins_) {
+      if (board_->Awaits(node)) {
+        Probe(node);  // the pairs it sent reported before it left
+      } else {
+        left_.insert(node);
+      }
+    }
   }
 
-  void HandleMembersChanged(troupe::EventPtr<EvMembersChanged> /*ev*/) {
-    const absl::Time now = absl::Now();
-    const std::vector<troupe::interconnect::NodeEndpoint> members = nameservice_->Members();
+  // Returns the members that listen (this node too).
+  std::set<NodeId> Present() const {
     std::set<NodeId> present;
-    for (const troupe::interconnect::NodeEndpoint& member : members) {
+    for (const troupe::interconnect::NodeEndpoint& member : nameservice_->Members()) {
       if (!member.client) {
         present.insert(member.node);
       }
     }
+    return present;
+  }
+
+  void HandleMembersChanged(troupe::EventPtr<EvMembersChanged> /*ev*/) {
+    const absl::Time now = absl::Now();
+    const std::set<NodeId> present = Present();
     for (const NodeId node : present) {
       if (node == self_) {
         continue;
@@ -325,7 +502,7 @@ class Controller final : public troupe::Actor {
       // Queued at the node's proxy until the session is up: the answer times the whole join.
       auto ping = std::make_unique<troupe::examples::EvEchoPing>();
       ping->record.set_node(node);
-      ping->record.set_seq(1);
+      ping->record.set_seq(kJoinPing);
       Send(troupe::examples::kEchoService.WithNode(node), std::move(ping),
            troupe::kTrackDelivery | troupe::kSubscribeOnSession, node);
       if (join->pair.id == 0) {
@@ -348,16 +525,30 @@ class Controller final : public troupe::Actor {
   Board* board_;
   const NodeId self_;
   const std::shared_ptr<troupe::interconnect::Nameservice> nameservice_;
+  const bool rejoins_;
+  // Nodes being pinged until they are back, and nodes that left before their pairs reported.
+  std::set<NodeId> probing_;
+  std::set<NodeId> left_;
 };
 
 // Returns what the run's title says of the faults and membership changes.
 std::string ChaosTitle(const std::vector<troupe::examples::ChaosEvent>& chaos) {
   bool faults = false;
   bool changes = false;
+  bool roll = false;
   for (const troupe::examples::ChaosEvent& event : chaos) {
+    if (event.action == troupe::examples::kRollLeave ||
+        event.action == troupe::examples::kRollReady) {
+      roll = true;
+      continue;
+    }
     const bool change = event.action == "join" || event.action == "leave";
     changes = changes || change;
     faults = faults || !change;
+  }
+  if (roll) {
+    return faults || changes ? ", with a rolling restart and other changes"
+                             : ", with a rolling restart";
   }
   if (faults && changes) {
     return ", with faults injected and nodes joining and leaving";
@@ -492,7 +683,8 @@ int StartNode(const troupe::proto::ActorSystemConfig& config, Board* board, Load
   // The controller only ever hears back from what it sends: registered after the start is soon
   // enough, and it knows the node's id then.
   absl::StatusOr<troupe::ActorId> registered = out->node->system().TryRegister(
-      std::make_unique<Controller>(board, out->self, out->node->interconnect()->nameservice()));
+      std::make_unique<Controller>(board, out->self, out->node->interconnect()->nameservice(),
+                                   /*rejoins=*/!out->etcd));
   if (!registered.ok()) {
     std::printf("troupe_loadgen: the controller: %s\n",
                 absl::StrCat(registered.status().message()).c_str());
@@ -772,6 +964,79 @@ std::vector<std::string> JoinLines(const std::vector<Join>& joined,
   return joins;
 }
 
+// Returns the rolling restart's lines (troupe_cluster --roll: the roll-leave and roll-ready rows of
+// the chaos log), empty without one: how many nodes restarted and when, the events lost (sent,
+// neither acknowledged nor reported undelivered) and those reported undelivered because their
+// node was leaving, and the RTT p99 of the seconds the roll spans (from the first leave to the
+// last node ready) next to the whole run's. A loss, or a node that left and was not ready again,
+// is a failure in `verdict`.
+std::vector<std::string> RollLines(const std::vector<troupe::examples::ChaosEvent>& chaos,
+                                   const troupe::examples::LoadFigures& figures,
+                                   const std::vector<std::string>& restarted,
+                                   troupe::examples::LoadVerdict* verdict) {
+  size_t leaves = 0;
+  size_t readies = 0;
+  double first = 0;
+  double last = 0;
+  for (const troupe::examples::ChaosEvent& event : chaos) {
+    if (event.action == troupe::examples::kRollLeave) {
+      first = leaves++ == 0 ? event.second : std::min(first, event.second);
+    } else if (event.action == troupe::examples::kRollReady) {
+      ++readies;
+      last = std::max(last, event.second);
+    }
+  }
+  if (leaves == 0) {
+    return {};
+  }
+  uint64_t sent = 0;
+  uint64_t lost = 0;
+  uint64_t leave_undelivered = 0;
+  uint64_t pauses = 0;
+  for (const auto& [id, report] : figures.reports()) {
+    sent += report.sent();
+    lost += report.sent() - std::min(report.sent(), report.acked() + report.undelivered());
+    leave_undelivered += report.leave_undelivered();
+    pauses += report.pauses();
+  }
+  // Second k covers (k - 1 s, k s] after the load start: the roll's seconds are those it touches.
+  const auto from = static_cast<uint32_t>(first) + 1;
+  const auto to = std::max(from, static_cast<uint32_t>(std::ceil(last)));
+  troupe::examples::LatencyHistogram during;
+  troupe::examples::LatencyHistogram whole;
+  for (const troupe::examples::LoadSecond& second : figures.seconds()) {
+    whole.Merge(second.rtt);
+    if (second.second >= from && second.second <= to) {
+      during.Merge(second.rtt);
+    }
+  }
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrFormat(
+      "rolling restart: %zu node(s) left and %zu were ready again; first leave at %.2f s, last "
+      "ready at %.2f s (%.2f s)",
+      leaves, readies, first, last, std::max(0.0, last - first)));
+  lines.push_back(absl::StrFormat(
+      "lost: %u of %u tracked events; undelivered because their node was leaving: %u (reported, "
+      "not lost); pairs paused %u time(s) while their receiver's node restarted, %zu continued "
+      "on a new pair (their sender's node back, or their receiver gone)",
+      lost, sent, leave_undelivered, pauses, restarted.size()));
+  lines.push_back(absl::StrFormat(
+      "RTT p99 during the roll (seconds %u-%u): %.1f us (%u round trips); whole run: %.1f us (%u)",
+      from, to, static_cast<double>(during.Percentile(0.99)) / 1e3, during.count(),
+      static_cast<double>(whole.Percentile(0.99)) / 1e3, whole.count()));
+  for (const std::string& line : restarted) {
+    lines.push_back(absl::StrCat("  ", line));
+  }
+  if (readies < leaves) {
+    verdict->failures.push_back(absl::StrFormat(
+        "rolling restart: %zu node(s) left but only %zu were ready again", leaves, readies));
+  }
+  if (lost != 0) {
+    verdict->failures.push_back(absl::StrFormat("rolling restart: %u tracked event(s) lost", lost));
+  }
+  return lines;
+}
+
 // Writes the report (--report) and prints the verdict: what chaos explains, what failed, or OK.
 // Returns the run's exit status.
 int Report(const troupe::examples::LoadRunInfo& run, troupe::examples::LoadFigures& figures) {
@@ -796,6 +1061,13 @@ int Report(const troupe::examples::LoadRunInfo& run, troupe::examples::LoadFigur
     }
     return kExitFailed;
   }
+  if (run.expected.empty() && (!run.roll.empty() || run.leave_undelivered > 0)) {
+    std::printf(
+        "OK%s: no tracked event lost (each acknowledged once, in order, or reported undelivered "
+        "while its node was leaving)\n",
+        run.roll.empty() ? "" : " through the rolling restart");
+    return kExitOk;
+  }
   std::printf(run.expected.empty()
                   ? "OK: every event acknowledged once, in order\n"
                   : "OK under chaos: every pair clear of the nodes killed or gone had every event "
@@ -818,6 +1090,19 @@ int Conclude(const LoadFlags& flags, int pair_count, size_t nodes, absl::Time lo
   for (const std::string& line : joins) {
     std::printf("%s\n", line.c_str());
   }
+  std::vector<std::string> roll = RollLines(chaos, board->figures(), board->restarted(), &verdict);
+  for (const std::string& line : roll) {
+    std::printf("%s\n", line.c_str());
+  }
+  uint64_t leave_undelivered = 0;
+  for (const auto& [id, report] : board->figures().reports()) {
+    leave_undelivered += report.leave_undelivered();
+  }
+  if (roll.empty()) {
+    for (const std::string& line : board->restarted()) {
+      std::printf("%s\n", line.c_str());
+    }
+  }
   troupe::examples::LoadRunInfo run{
       .title = absl::StrFormat("%d pair(s) on %zu node(s)%s, %d B payload, window %d, %d s%s",
                                pair_count, nodes,
@@ -827,7 +1112,9 @@ int Conclude(const LoadFlags& flags, int pair_count, size_t nodes, absl::Time lo
       .failures = std::move(verdict.failures),
       .chaos = std::move(chaos),
       .joins = std::move(joins),
-      .expected = std::move(verdict.expected)};
+      .expected = std::move(verdict.expected),
+      .roll = std::move(roll),
+      .leave_undelivered = leave_undelivered};
   return Report(run, board->figures());
 }
 

@@ -4,7 +4,8 @@
 // load-test actors (examples/loadtest.h), the interconnect and the monitoring server (GET /metrics
 // on a free port unless --monitoring_port or the config says otherwise). Logs sessions coming up
 // and going down and runs until SIGINT or SIGTERM (or --run_seconds), then stops cleanly and
-// exits 0. The membership is the config's static table (interconnect.nodes) or etcd
+// exits 0; before it leaves the cluster it ends its load senders cleanly (StopLoadSenders,
+// loadtest.h). The membership is the config's static table (interconnect.nodes) or etcd
 // (interconnect.etcd): then a config without node_id gets its id from etcd, and the node leaves
 // the cluster when it stops. Its first line names its id; --id_file also writes it to a file
 // (troupe_cluster reads it).
@@ -51,6 +52,13 @@ ABSL_FLAG(std::string, testing_protocol, "",
 ABSL_FLAG(std::string, testing_features, "build",
           "for tests that play another release: the features to announce, comma-separated "
           "(\"none\": none; \"build\": this build's)");
+
+namespace {
+
+// How long the load senders get to collect their acknowledgements before the node leaves.
+constexpr absl::Duration kStopSendersTimeout = absl::Seconds(3);
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // First, before any thread exists: every thread inherits the blocked mask.
@@ -159,6 +167,14 @@ int main(int argc, char** argv) {
   std::printf(
       "troupe_node: node %u stopping (%s)\n", self,
       (signal != 0 ? troupe::examples::SignalName(signal) : "--run_seconds elapsed").c_str());
+  // The load senders end first, cleanly, while the cluster still routes to this node: their
+  // acknowledgements come back and the controller gets their reports (loadtest.h).
+  if (const size_t running =
+          troupe::examples::StopLoadSenders(&(*node)->system(), kStopSendersTimeout);
+      running != 0) {
+    std::printf("troupe_node: node %u: %zu load sender(s) still running after %s; leaving\n", self,
+                running, absl::FormatDuration(kStopSendersTimeout).c_str());
+  }
   watcher.PrintCounters(stdout);
   // Events still held for peers get a few seconds to be acknowledged; the rest are reported.
   const troupe::node::Node::ShutdownReport report = (*node)->Shutdown(absl::Seconds(5));

@@ -8,7 +8,8 @@
 #
 # Starts a two-node troupe_cluster from BUILD_DIR/examples (default build/release) under load, for
 # long enough that it outlives both Chromium runs on a loaded machine (it is stopped as soon as they
-# are done), waits for node 1's metrics URL and its session with node 2, has Chromium (Debian's `chromium`; as root it needs
+# are done), waits for node 1's metrics URL and for node 1 to be ready (GET /readyz 200: a session
+# with every member, node 2 among them), has Chromium (Debian's `chromium`; as root it needs
 # --no-sandbox) render `/` into OUT_DIR/status.png (default BUILD_DIR/status-page) and dump its
 # DOM, then checks that the page shows node 1, its pools and a peer whose session is up, and that
 # the PNG is one. Exits 0 when all holds. Every wait is bounded; only the cluster it started is
@@ -42,17 +43,18 @@ for _ in $(seq 1 300); do  # up to 30 s for the cluster to print its metrics por
 done
 [[ -n "$port" ]] || { echo "status-page: the cluster printed no metrics URL" >&2; cat "$out/cluster.out" >&2; exit 1; }
 url="http://127.0.0.1:$port/"
-# GET / through bash's /dev/tcp (no curl on a bare Debian), at most 2 s.
-page() {
-  timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET / HTTP/1.0\r\n\r\n" >&3 && cat <&3' \
-    _ "$port" 2>/dev/null || true
+# GET PATH through bash's /dev/tcp (no curl on a bare Debian), at most 2 s: the status line, the
+# headers and the body.
+get() {
+  timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET %s HTTP/1.0\r\n\r\n" "$2" >&3 && cat <&3' \
+    _ "$port" "$1" 2>/dev/null || true
 }
-up=""
-for _ in $(seq 1 300); do  # up to 30 s for node 1's session with node 2 to come up
-  page | grep -q '<td>node 2</td><td>up</td>' && { up=yes; break; }
+ready=""
+for _ in $(seq 1 300); do  # up to 30 s for node 1 to be ready: its session with node 2 up
+  get /readyz | head -n 1 | grep -q '^HTTP/1\.[01] 200' && { ready=yes; break; }
   sleep 0.1
 done
-[[ -n "$up" ]] || { echo "status-page: node 1 shows no session up with node 2 in 30 s" >&2; cat "$out/cluster.out" >&2; exit 1; }
+[[ -n "$ready" ]] || { echo "status-page: node 1 not ready in 30 s: $(get /readyz | tail -n 1)" >&2; cat "$out/cluster.out" >&2; exit 1; }
 
 flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,800)
 timeout 60 "$browser" "${flags[@]}" --screenshot="$out/status.png" "$url" >"$out/chromium.log" 2>&1

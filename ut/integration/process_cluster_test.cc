@@ -2,10 +2,12 @@
 //
 // The interconnect across real processes: `troupe_node` processes (examples/) and this test's own
 // node, over loopback TCP. Remote send and reply through services, a process killed (kill -9)
-// and restarted, connection cuts mid-stream through a relay, a node of another cluster, garbage
-// on a node's port. Every wait is bounded; every child is killed and reaped by the fixture (and
+// and restarted, a node leaving (SIGTERM) and coming back as its peers' GET /readyz sees it,
+// connection cuts mid-stream through a relay, a node of another cluster, garbage on a node's
+// port. Every wait is bounded; every child is killed and reaped by the fixture (and
 // gets SIGKILL if this process dies: PR_SET_PDEATHSIG).
 #include <fcntl.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -24,7 +26,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "google/protobuf/text_format.h"
@@ -36,6 +40,7 @@
 #include "actors/session_events.h"
 #include "bench/process_memory.h"
 #include "examples/loadtest.h"
+#include "examples/node_runner.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/tcp_transport.h"
 #include "ut/actors/test_util.h"
@@ -70,11 +75,14 @@ constexpr NodeId kSelf = 3;
 // One troupe_node child process.
 class NodeProcess {
  public:
-  NodeProcess(const std::string& config_path, NodeId node, const std::string& log_path) {
+  // `id_path`: troupe_node --id_file, where it writes its id and its metrics URL once up.
+  NodeProcess(const std::string& config_path, NodeId node, const std::string& log_path,
+              const std::string& id_path) {
     // Everything the child needs is built before fork: between fork and exec a child of a
     // threaded process may only make async-signal-safe calls (no malloc).
     const std::string config_flag = "--config=" + config_path;
     const std::string node_flag = absl::StrCat("--node_id=", node);
+    const std::string id_flag = "--id_file=" + id_path;
     pid_ = ::fork();
     if (pid_ == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -84,7 +92,7 @@ class NodeProcess {
         ::dup2(log, STDERR_FILENO);
       }
       ::execl(TROUPE_NODE_BINARY, TROUPE_NODE_BINARY, config_flag.c_str(), node_flag.c_str(),
-              "--run_seconds=120", static_cast<char*>(nullptr));
+              id_flag.c_str(), "--run_seconds=120", static_cast<char*>(nullptr));
       ::_exit(127);
     }
     EXPECT_GT(pid_, 0) << "fork failed";
@@ -168,7 +176,8 @@ class ProcessCluster {
     std::string text;
     ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(ConfigFor(node, cluster), &text));
     std::ofstream(path) << text;
-    processes_[node] = std::make_unique<NodeProcess>(path, node, LogPath(node));
+    ::unlink(IdPath(node).c_str());  // a restarted process serves its monitoring on a new port
+    processes_[node] = std::make_unique<NodeProcess>(path, node, LogPath(node), IdPath(node));
   }
   void SignalProcess(NodeId node, int signal) { processes_[node]->Signal(signal); }
   int KillProcess(NodeId node, int signal) {
@@ -177,6 +186,31 @@ class ProcessCluster {
     return status;
   }
   std::string LogPath(NodeId node) const { return absl::StrCat(dir_, "/node", node, ".log"); }
+  std::string IdPath(NodeId node) const { return absl::StrCat(dir_, "/node", node, ".id"); }
+
+  // Asks node 1 or 2 GET /readyz (at its monitoring URL, from its id file; the port is free-picked)
+  // until it answers `want`, at most `timeout`; sets `*answer` to the last body or why none came.
+  bool WaitReadyz(NodeId node, int want, absl::Duration timeout, std::string* answer) const {
+    return testutil::Eventually(
+        [&] {
+          std::string metrics;
+          if (examples::ReadNodeIdFile(IdPath(node), &metrics) != node) {
+            *answer = "no id file yet";
+            return false;
+          }
+          httplib::Client client(std::string(absl::StripSuffix(metrics, "/metrics")));
+          client.set_connection_timeout(1, 0);
+          client.set_read_timeout(1, 0);
+          const httplib::Result result = client.Get("/readyz");
+          if (!result) {
+            *answer = absl::StrCat("no answer: ", httplib::to_string(result.error()));
+            return false;
+          }
+          *answer = absl::StrCat(result->status, " ", result->body);
+          return result->status == want;
+        },
+        timeout);
+  }
   std::string Log(NodeId node) const {
     std::ifstream in(LogPath(node));
     std::stringstream text;
@@ -295,6 +329,33 @@ TEST(ProcessClusterTest, KilledProcessIsReportedAndItsRestartGetsANewSession) {
   ASSERT_TRUE(cluster.inbox().WaitForType(kEvNodeConnected, 2, absl::Seconds(30)));
   ASSERT_TRUE(cluster.inbox().WaitForType(kEvEchoPong, 2, absl::Seconds(30))) << cluster.Describe();
   EXPECT_EQ(cluster.Session(2).sessions, 2u) << "the restarted process is a new session";
+}
+
+// A node is ready (GET /readyz 200) once its sessions with every member are up; when a member
+// leaves (SIGTERM, a clean exit) its peers are not ready, naming it, until it is back: what a
+// rolling restart waits on before it goes to the next node.
+TEST(ProcessClusterTest, ReadyzFollowsAMemberLeavingAndComingBack) {
+  ProcessCluster cluster;
+  cluster.StartProcess(1);
+  cluster.StartProcess(2);
+  cluster.StartSelf();
+  std::string answer;
+  for (const NodeId node : {1, 2}) {
+    ASSERT_TRUE(cluster.WaitReadyz(node, 200, absl::Seconds(30), &answer))
+        << "node " << node << ": " << answer << "\n"
+        << cluster.Describe();
+  }
+  const int status = cluster.KillProcess(2, SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cluster.Log(2);
+  ASSERT_TRUE(cluster.WaitReadyz(1, 503, absl::Seconds(30), &answer)) << answer << "\n"
+                                                                      << cluster.Describe();
+  EXPECT_TRUE(absl::StrContains(answer, "node 2")) << answer;
+  cluster.StartProcess(2);
+  for (const NodeId node : {2, 1}) {
+    ASSERT_TRUE(cluster.WaitReadyz(node, 200, absl::Seconds(30), &answer))
+        << "node " << node << " after node 2's restart: " << answer << "\n"
+        << cluster.Describe();
+  }
 }
 
 // Only SIGINT and SIGTERM end a node: SIGHUP, SIGUSR1 and SIGUSR2 leave it serving, and a SIGTERM
