@@ -27,6 +27,7 @@
 #include "actors/testing/actors.h"
 #include "interconnect/config.h"
 #include "interconnect/interconnect.h"
+#include "interconnect/protocol.h"
 #include "interconnect/testing/free_ports.h"
 #include "node/config.h"
 #include "node/etcd_nameservice.h"
@@ -129,6 +130,18 @@ int RunClient(const proto::ActorSystemConfig& config) {
   // clang-format on
 }
 
+// interconnect/protocol.h: the options of a node that plays the next release.
+NodeOptions NextRelease() {
+  // clang-format off
+  // [doc-example: interconnect/protocol.h]
+  troupe::node::NodeOptions options;
+  options.interconnect.protocol = troupe::interconnect::ProtocolRange{
+      .oldest = 3, .newest = 4, .features = {"leave"}};
+  // [end doc-example]
+  // clang-format on
+  return options;
+}
+
 // A two-node static table on free loopback ports, cluster "shop".
 proto::ActorSystemConfig TwoNodeConfig(NodeId self, const std::vector<uint16_t>& ports) {
   proto::ActorSystemConfig config;
@@ -191,6 +204,21 @@ TEST(NodeExamplesTest, AClientWaitsForItsServerSendsAndStops) {
   EXPECT_EQ(RunClient(TwoNodeConfig(2, *ports)), 0);
   EXPECT_TRUE(pings.WaitForType(kEvNodePing, 1, absl::Seconds(10)));
   (*server)->Shutdown(absl::Seconds(1));
+}
+
+TEST(NodeExamplesTest, ANodeOfTheNextReleaseTalksToThisOneInItsVersion) {
+  absl::StatusOr<std::vector<uint16_t>> ports = interconnect::FreeLoopbackPorts(2);
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  absl::StatusOr<std::unique_ptr<Node>> one = Node::Start(TwoNodeConfig(1, *ports));
+  absl::StatusOr<std::unique_ptr<Node>> two = Node::Start(TwoNodeConfig(2, *ports), NextRelease());
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(two.ok()) << two.status();
+  ASSERT_TRUE((*one)->WaitForPeer(2, absl::Seconds(10)).ok());
+  const std::vector<interconnect::SessionCounters> sessions = (*one)->interconnect()->Counters();
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].protocol_version, 3u);
+  (*two)->Shutdown(absl::Seconds(1));
+  (*one)->Shutdown(absl::Seconds(1));
 }
 
 }  // namespace
