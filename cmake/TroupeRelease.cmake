@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The release this tree must stay compatible with (docs/operating.md, "Upgrading a cluster"):
-# "VERSION COMMIT" of the previous release, whose troupe_node the mixed-version test
-# (ut/compat/mixed_versions.cmake) builds from this repository's history and rolls to this tree's
-# under load. Empty while no release before this tree announces a range of protocol versions:
-# the test then plays the next release with this tree's troupe_node (--testing_protocol).
+# "VERSION COMMIT" of the previous release. ctest compat.previous_release
+# (ut/compat/mixed_versions.cmake) builds that release's troupe_node from this repository's
+# history and rolls a cluster under load from it to this tree's. Empty while no release before
+# this tree announces a range of protocol versions (then only compat.next_release runs).
 # CHANGELOG.md names each release's commit.
 set(TROUPE_PREVIOUS_RELEASE "")

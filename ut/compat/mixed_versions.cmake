@@ -1,15 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-# ctest compat.mixed_versions: a cluster of one release rolls, node by node under load, to
-# another, and nothing is lost (docs/operating.md, "Upgrading a cluster").
+# ctest compat.next_release and compat.previous_release: a cluster of one release rolls, node by
+# node under load, to another, and nothing is lost (docs/operating.md, "Upgrading a cluster").
 #
-# With PREVIOUS (cmake/TroupeRelease.cmake: "VERSION COMMIT" of the previous release), the old
+# With PREVIOUS ("VERSION COMMIT" of the previous release, cmake/TroupeRelease.cmake), the old
 # nodes are that release's troupe_node, built from this repository's history in a git worktree
-# (no download), and the new nodes this tree's. Without it (no release before this tree speaks
-# version ranges), the new nodes are this tree's troupe_node announcing the next release's range
-# (--testing_protocol=N..N+1): the cluster starts on version N, runs mixed during the roll, and
-# ends on N+1 once every node is new.
-# Checks: the run passes with 0 of its tracked events lost, every node restarted, the sessions of
-# the mix and of the end used the versions expected.
+# (no download), and the new nodes this tree's. Without it, the new nodes are this tree's
+# troupe_node announcing the next release's range (--testing_protocol=N..N+1): the cluster starts
+# on version N, runs mixed during the roll, and its new nodes end on N+1 with each other.
+# Checks: the run passes with 0 of its tracked events lost after every node restarted and, without
+# PREVIOUS, the sessions of the mix and of the end used the versions expected.
 # Run with -DCLUSTER=<troupe_cluster> -DNODE=<troupe_node> -DSOURCE=<source dir> -DDIR=<work dir>
 # -DNEWEST=<kNewestProtocolVersion> [-DPREVIOUS="VERSION COMMIT"].
 file(REMOVE_RECURSE "${DIR}")
