@@ -4,7 +4,9 @@
 //   | trouble                                     | next dial                                  |
 //   |---------------------------------------------|--------------------------------------------|
 //   | nothing accepts the connection (not         | after 20 ms, doubling up to a heartbeat    |
-//   | listening yet, restarting)                  | (Unreachable)                              |
+//   | listening yet, restarting), the peer closes | (Unreachable)                              |
+//   | it before answering, or the peer said       |                                            |
+//   | goodbye (its next incarnation comes soon)   |                                            |
 //   | the peer refused the handshake, or this     | not before a pause: a heartbeat, doubling  |
 //   | side closed a connection for a protocol     | up to max_redial_delay (Pause)             |
 //   | error                                       |                                            |

@@ -129,12 +129,12 @@ void Proxy::HandleHandshakeDone(EventPtr<EvHandshakeDone> ev) {
     return;
   }
   if (left_incarnation_ != 0 && done.handshake.incarnation() == left_incarnation_) {
-    // The node that said goodbye, not yet gone: wait for its next incarnation.
+    // The node that said goodbye, not yet gone: its next incarnation comes soon (a restart).
     settings_.transport->Close(done.connection);
     if (!done.incoming) {
       handshake_ = ActorId();
       link_ = Link::kNone;
-      PauseDialling();
+      RedialSoon();
     }
     return;
   }
@@ -173,9 +173,7 @@ void Proxy::HandleHandshakeFailed(EventPtr<EvHandshakeFailed> ev) {
     case EvHandshakeFailed::Kind::kUnreachable:
       // Refused (the peer is not listening yet, or restarting): try again soon, backing off.
       channel_->NoteFailure(absl::StrCat("unreachable: ", ev.Get()->reason.message()));
-      if (std::optional<absl::Duration> delay = backoff_.Unreachable(); delay.has_value()) {
-        ScheduleWakeup(*delay, kRedial);
-      }
+      RedialSoon();
       break;
     case EvHandshakeFailed::Kind::kTimeout:
       Dial();  // a black hole or a stuck relay: a new connection may fare better
@@ -188,7 +186,10 @@ void Proxy::HandleHandshakeFailed(EventPtr<EvHandshakeFailed> ev) {
       PauseDialling();
       break;
     case EvHandshakeFailed::Kind::kDown:
-      break;  // the next tick dials again
+      // Accepted, then closed before it answered: a node that left and is on its way out, or one
+      // still starting. Its next incarnation may listen any moment.
+      RedialSoon();
+      break;
   }
 }
 
@@ -315,6 +316,15 @@ void Proxy::PauseDialling() {
   const absl::Duration pause = backoff_.Pause(Now());
   if (settings_.dials) {
     ScheduleWakeup(pause, kRedial);
+  }
+}
+
+void Proxy::RedialSoon() {
+  if (!settings_.dials) {
+    return;
+  }
+  if (std::optional<absl::Duration> delay = backoff_.Unreachable(); delay.has_value()) {
+    ScheduleWakeup(*delay, kRedial);
   }
 }
 

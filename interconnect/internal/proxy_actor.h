@@ -217,6 +217,9 @@ class Proxy final : public Actor {
 
   // Dials again only after a pause (dial_backoff.h).
   void PauseDialling();
+  // Dials again soon, at the quick pace of a peer that is not listening yet (dial_backoff.h): it
+  // is restarting, or its previous incarnation is on its way out.
+  void RedialSoon();
 
   void DropConnection();
   void ResetLink();

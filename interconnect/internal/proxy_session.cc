@@ -66,6 +66,7 @@ void Proxy::HandleGoodbye() {
   EndSession("it left (shut down)", /*keep_queued=*/false, UndeliveredReason::kShutdown,
              /*left=*/true);
   DropConnection();
+  RedialSoon();  // a rolling restart brings its next incarnation within moments
 }
 
 bool Proxy::StartOrResume(const proto::Handshake& hs) {

@@ -254,5 +254,32 @@ TEST(LeaveTest, APeerWithoutTheLeaveFeatureGetsTheRepliesAndLearnsOfTheCloseAsAL
   EXPECT_EQ(f.log.refused_replies, 0u);
 }
 
+TEST(LeaveTest, ANodeBackFromALeaveIsDialledAtOnceNotAtTheNextHeartbeat) {
+  // The default heartbeat (500 ms): the dialling side's ticks are that far apart.
+  PipeCluster cluster(2, 1, [](proto::InterconnectConfig& config) {
+    config.set_heartbeat_interval_ms(500);
+    config.set_dead_peer_timeout_ms(5000);
+  });
+  TestRuntime& rt = *cluster.runtime;
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(5))));
+  // Node 2 leaves (node 1 dials it: the lower id dials), lingers 30 ms as a process does while
+  // it stops, and its next incarnation starts 30 ms later: a rolling restart.
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvLeave>());
+  ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(1)));
+  ToProxy(rt, 2, 1, std::make_unique<internal::EvCloseSession>(nullptr));
+  ASSERT_TRUE(
+      rt.DispatchUntil([&] { return !cluster.Session(1, 2).up; }, Within(absl::Milliseconds(10))));
+  ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(30)));
+  cluster.ics[2].reset();
+  rt.KillNode(2);
+  ASSERT_TRUE(rt.AdvanceTime(absl::Milliseconds(30)));
+  rt.RestartNode(2);
+  const absl::Time restarted = rt.Now();
+  ASSERT_TRUE(rt.DispatchUntil([&] { return cluster.Up(1, 2); }, Within(absl::Seconds(2))));
+  EXPECT_LT(rt.Now() - restarted, absl::Milliseconds(150))
+      << "node 1 waited for a heartbeat tick to dial the new incarnation";
+  EXPECT_EQ(cluster.Session(1, 2).sessions, 2u);
+}
+
 }  // namespace
 }  // namespace troupe::interconnect
