@@ -38,9 +38,18 @@
 namespace troupe::node {
 
 // Checks every section of `config` (see the table above). The node's own checks: etcd
-// membership and a static table (interconnect.nodes) exclude each other, the etcd endpoint is an
-// "http://" URL, lease_ttl_s, connect_timeout_ms and the ports are in their ranges.
+// membership and a static table (interconnect.nodes) exclude each other; the etcd endpoints
+// (`endpoint` or `endpoints`, not both) are "http://" or "https://" URLs of one scheme, with no
+// duplicates; interconnect.etcd.tls goes with https:// endpoints, and its files can be read
+// (ca_file required, cert_file and key_file together); lease_ttl_s, connect_timeout_ms and the
+// ports are in their ranges; with etcd, a wildcard interconnect.listen.host needs
+// interconnect.advertise.host, and advertise.port a fixed listen.port; advertise and
+// listen.client are for etcd membership only.
 absl::Status ValidateConfig(const proto::ActorSystemConfig& config);
+
+// Returns whether `host` is an IP address that binds every interface ("0.0.0.0", "::", "[::]"):
+// one the others cannot dial.
+bool IsWildcardAddress(std::string_view host);
 
 // Parses protobuf text format into a config and checks every section.
 absl::StatusOr<proto::ActorSystemConfig> ParseConfig(std::string_view text);
