@@ -6,7 +6,8 @@
 // from the start), etcd over TLS with client certificates (scripts/make-test-certs.sh --etcd:
 // the right certificate joins, a missing or foreign one or an untrusted server fails at once
 // with the reason), and an advertised port that is not the listen port (the others dial it
-// through a loopback relay, as through a NAT). Every process is started by the test and ended by
+// through a loopback relay, as through a NAT; with a static table, interconnect.listen moves the
+// bind while the others dial the table's entry). Every process is started by the test and ended by
 // its pid; every wait is bounded.
 #include <unistd.h>
 
@@ -337,6 +338,37 @@ TEST(EtcdAdvertiseTest, TheOthersDialTheAdvertisedPortNotTheListenPort) {
   ASSERT_EQ(record->kvs_size(), 1);
   EXPECT_TRUE(absl::StrContains(record->kvs(0).value(), absl::StrCat(relay.port())))
       << record->kvs(0).value();
+}
+
+// With a static table the entry is what the others dial; interconnect.listen moves the bind.
+TEST(StaticListenTest, ANodeBindsItsListenAddressWhileTheOthersDialItsEntry) {
+  absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(2);
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  const uint16_t first_port = (*ports)[0];
+  const uint16_t bound = (*ports)[1];
+  testutil::FaultProxy relay(bound);
+  proto::ActorSystemConfig config;
+  config.mutable_scheduler()->set_resolution_us(1000);
+  proto::InterconnectConfig& ic = *config.mutable_interconnect();
+  ic.set_heartbeat_interval_ms(100);
+  for (const auto& [id, port] : {std::pair<NodeId, uint16_t>{1, first_port}, {2, relay.port()}}) {
+    proto::NodeAddress& entry = *ic.add_nodes();
+    entry.set_node_id(id);
+    entry.set_host("127.0.0.1");
+    entry.set_port(port);
+  }
+  config.set_node_id(1);
+  std::unique_ptr<Node> first = StartNode(config);
+  config.set_node_id(2);
+  ic.mutable_listen()->set_host("127.0.0.1");
+  ic.mutable_listen()->set_port(bound);
+  std::unique_ptr<Node> second = StartNode(config);
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->interconnect()->port(), bound);
+  const absl::Status up = first->WaitForPeer(2, absl::Seconds(10));
+  ASSERT_TRUE(up.ok()) << up;
+  EXPECT_GE(relay.accepted(), 1u) << "node 1 dialled node 2's entry, the relay";
 }
 
 }  // namespace
