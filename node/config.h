@@ -10,7 +10,8 @@
 //   | log, max_mailboxes, max_services           |                                              |
 //   | interconnect: node table, cluster id,      | troupe::interconnect::ValidateConfig         |
 //   | timings, limits                            | (interconnect/config.h)                      |
-//   | interconnect.etcd, interconnect.listen     | here: membership in etcd (etcd_nameservice.h)|
+//   | interconnect.etcd, .listen, .advertise     | here: membership in etcd (etcd_nameservice.h)|
+//   |                                            | and where the node binds and is dialled      |
 //   | monitoring                                 | here: the HTTP server (monitoring.h)         |
 // Node::Start runs ValidateConfig before it starts anything. Errors are kInvalidArgument with a
 // message naming the field (`interconnect.etcd.lease_ttl_s: must be between 2 and 3600, got 1`)

@@ -113,8 +113,10 @@ EtcdNameservice::EtcdNameservice(EtcdOptions options)
       endpoints_(std::make_shared<EtcdEndpoints>(options_.endpoints)),
       calls_(
           std::make_unique<EtcdClient>(endpoints_, AttemptTimeout(options_), TlsFiles(options_))),
-      stream_(std::make_unique<EtcdClient>(
-          endpoints_, std::max(options_.connect_timeout, kQuietWatch), TlsFiles(options_))) {}
+      // A member that accepts no connection is left as soon as by the calls; a quiet watch is
+      // normal, so only the wait for news is long.
+      stream_(std::make_unique<EtcdClient>(endpoints_, AttemptTimeout(options_), TlsFiles(options_),
+                                           std::max(options_.connect_timeout, kQuietWatch))) {}
 
 absl::StatusOr<std::shared_ptr<EtcdNameservice>> EtcdNameservice::Connect(EtcdOptions options) {
   if (options.endpoints.empty()) {
@@ -321,6 +323,7 @@ void EtcdNameservice::Leave() {
 
 void EtcdNameservice::KeepLease() {
   absl::Duration pause = options_.lease_ttl / 3;
+  size_t moves = 0;  // renewals tried at once on the next endpoint, in a row
   while (true) {
     {
       troupe::MutexLock lock(&wake_mu_);
@@ -332,6 +335,7 @@ void EtcdNameservice::KeepLease() {
     if (left_) {
       return;
     }
+    const size_t endpoint = endpoints_->current();
     absl::StatusOr<int64_t> ttl = calls_->KeepAlive(lease_);
     absl::Status status = ttl.status();
     if (ttl.ok() && *ttl <= 0) {
@@ -348,6 +352,17 @@ void EtcdNameservice::KeepLease() {
         }
       }
     }
+    if (!status.ok() && endpoints_->current() != endpoint) {
+      // The call moved on to another endpoint: a watch still on the old one is ended (it is made
+      // again on the new one), and the lease is renewed there now, not a pause later, since the
+      // failed attempt may have used up most of what was left of the TTL.
+      stream_->EndWatchOffCurrent();
+      if (++moves < options_.endpoints.size()) {
+        pause = absl::ZeroDuration();
+        continue;
+      }
+    }
+    moves = 0;
     NoteReachable(status);
     pause = status.ok() ? options_.lease_ttl / 3 : std::min(kRetry, options_.lease_ttl / 3);
   }

@@ -34,9 +34,10 @@
 // logged once; a call whose request cannot have reached etcd is tried on the next endpoint at
 // once, one that may have (a broken connection while waiting for the answer) fails and is
 // retried as above. One attempt at one endpoint gives up after min(connect_timeout,
-// max(lease_ttl / 3, 1 s)), so the lease is renewed through another member before it expires; a
-// watch moves when its stream breaks, or at the latest after 30 s without news, when it is
-// made again. A lease belongs to the etcd cluster, not to a member: it survives the switch.
+// max(lease_ttl / 3, 1 s)), and a keep-alive that moved on is sent again at once, so the lease is
+// renewed through another member before it expires. The watch follows: when the lease's calls
+// move away from its endpoint, or its stream breaks, it is made again where the calls go. A lease
+// belongs to the etcd cluster, not to a member: it survives the switch.
 //
 // TLS: "https://" endpoints with `tls` (ca_file: the CA that signed etcd's certificate, which must
 // name the endpoint's host; cert_file and key_file: the client certificate of an etcd started with

@@ -141,7 +141,7 @@ class NoSigpipe {
 }  // namespace
 
 EtcdClient::EtcdClient(std::shared_ptr<EtcdEndpoints> endpoints, absl::Duration timeout,
-                       const EtcdTlsFiles& tls)
+                       const EtcdTlsFiles& tls, absl::Duration quiet)
     : endpoints_(std::move(endpoints)), client_cert_(!tls.cert_file.empty()) {
   for (const auto& [field, path] :
        {std::pair{"ca_file", &tls.ca_file}, std::pair{"cert_file", &tls.cert_file},
@@ -170,7 +170,7 @@ EtcdClient::EtcdClient(std::shared_ptr<EtcdEndpoints> endpoints, absl::Duration 
       http->enable_server_certificate_verification(true);
     }
     http->set_connection_timeout(ToChrono(timeout));
-    http->set_read_timeout(ToChrono(timeout));
+    http->set_read_timeout(ToChrono(std::max(timeout, quiet)));
     http->set_write_timeout(ToChrono(timeout));
     http->set_keep_alive(true);
     http_.push_back(std::move(http));
@@ -190,6 +190,14 @@ void EtcdClient::Stop() {
   stopped_.store(true, std::memory_order_relaxed);
   for (const std::unique_ptr<httplib::Client>& http : http_) {
     http->stop();
+  }
+}
+
+void EtcdClient::EndWatchOffCurrent() {
+  const size_t at = watching_.load(std::memory_order_relaxed);
+  if (at != kNone && at != endpoints_->current()) {
+    const NoSigpipe quiet;
+    http_[at]->stop();
   }
 }
 
@@ -419,10 +427,12 @@ absl::Status EtcdClient::Watch(
   const size_t at = endpoints_->current();
   httplib::Response response;
   httplib::Error error = httplib::Error::Success;
+  watching_.store(at, std::memory_order_relaxed);
   const bool sent = [&] {
     const NoSigpipe quiet;
     return http_[at]->send(http, response, error);
   }();
+  watching_.store(kNone, std::memory_order_relaxed);
   if (!failed.ok()) {
     return failed;
   }

@@ -84,10 +84,11 @@ class EtcdEndpoints {
 class EtcdClient {
  public:
   // Calls go to `endpoints` (shared with the nameservice's other clients), over TLS with `tls`
-  // for https:// URLs; one attempt at one endpoint gives up after `timeout` (a watch: after that
-  // long with no answer).
+  // for https:// URLs; one attempt at one endpoint gives up after `timeout` without a connection
+  // or without progress sending, and after the longer of `timeout` and `quiet` without an answer
+  // (a watch: without news).
   EtcdClient(std::shared_ptr<EtcdEndpoints> endpoints, absl::Duration timeout,
-             const EtcdTlsFiles& tls = {});
+             const EtcdTlsFiles& tls = {}, absl::Duration quiet = absl::ZeroDuration());
   // A client of the one endpoint `endpoint`, "http://host:port".
   EtcdClient(const std::string& endpoint, absl::Duration timeout);
   ~EtcdClient();
@@ -121,6 +122,9 @@ class EtcdClient {
                      const std::function<bool(const proto::etcd::WatchResponse&)>& on_answer);
   // Ends the call in progress (from another thread) and every later one.
   void Stop();
+  // Ends the watch in progress (from another thread) when it is on another endpoint than the
+  // current one, so that it is made again where the other calls go.
+  void EndWatchOffCurrent();
 
   // The end of the range of every key that starts with `prefix`.
   static std::string PrefixEnd(std::string_view prefix);
@@ -143,6 +147,11 @@ class EtcdClient {
   const bool client_cert_;
   absl::Status status_;
   std::atomic<bool> stopped_{false};
+  // The endpoint of the watch in progress, or kNone. Relaxed: EndWatchOffCurrent may read a stale
+  // value, and then ends nothing or a watch that is ending anyway (stop() is harmless on an idle
+  // client).
+  static constexpr size_t kNone = ~size_t{0};
+  std::atomic<size_t> watching_{kNone};
 };
 
 // Fills `message` from the JSON `text`, ignoring fields it does not know.

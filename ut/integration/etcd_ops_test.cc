@@ -159,6 +159,38 @@ TEST(EtcdFailoverTest, ANodeKeepsItsLeaseAndFollowsTheTableWhenItsMemberDies) {
   std::printf("node start with a dead first endpoint: %s\n", absl::FormatDuration(start).c_str());
 }
 
+TEST(EtcdFailoverTest, AMemberThatHangsIsLeftBeforeTheLeaseExpires) {
+  TROUPE_REQUIRE_ETCD();
+  EtcdServer etcd("hang");
+  ASSERT_TRUE(etcd.Start());
+  // The first endpoint is a relay to the same etcd that can swallow every byte while its
+  // connections stay up: a member that hangs instead of refusing.
+  testutil::FaultProxy relay(etcd.client_port());
+  const std::string hung = absl::StrCat("http://127.0.0.1:", relay.port());
+  proto::ActorSystemConfig config = EtcdNodeConfig("hang", {hung, etcd.endpoint()});
+  config.mutable_interconnect()->mutable_etcd()->set_lease_ttl_s(3);
+  std::unique_ptr<Node> first = StartNode(config);
+  std::unique_ptr<Node> second = StartNode(EtcdNodeConfig("hang", {etcd.endpoint()}));
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(Connected(*second, first->id()));
+  ASSERT_TRUE(Connected(*first, second->id()));
+
+  relay.Blackhole(true);
+  const absl::Time hanging = absl::Now();
+  while (absl::Now() - hanging < absl::Seconds(5)) {
+    ASSERT_TRUE(Knows(*second, first->id()))
+        << "node " << first->id() << " lost its 3 s lease "
+        << absl::FormatDuration(absl::Now() - hanging) << " after its member hung";
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  // The watch left the hung member with the other calls (it would wait 30 s for news there).
+  std::unique_ptr<Node> third = StartNode(EtcdNodeConfig("hang", {etcd.endpoint()}));
+  ASSERT_NE(third, nullptr);
+  EXPECT_TRUE(Eventually([&] { return Knows(*first, third->id()); }, absl::Seconds(5)));
+  relay.Blackhole(false);
+}
+
 // -- TLS ----------------------------------------------------------------------------------------
 
 // Certificates of scripts/make-test-certs.sh --etcd --foreign-ca, made once for the suite.

@@ -94,6 +94,7 @@ class EtcdServer {
   std::string endpoint() const {
     return absl::StrCat(tls_.has_value() ? "https" : "http", "://127.0.0.1:", client_port_);
   }
+  uint16_t client_port() const { return client_port_; }
   std::string peer_url() const { return absl::StrCat("http://127.0.0.1:", peer_port_); }
   pid_t pid() const { return pid_; }
 
