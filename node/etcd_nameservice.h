@@ -105,7 +105,7 @@ struct EtcdOptions {
   // (at least one, one scheme), tried in this order (see the header comment).
   std::vector<std::string> endpoints;
   // TLS for https:// endpoints.
-  EtcdTlsOptions tls;
+  EtcdTlsOptions tls = {};
   // The key prefix is /troupe/<cluster_id>/.
   std::string cluster_id = "troupe";
   // A node that dies is gone this long after its last renewal (whole seconds, at least 2).
@@ -114,10 +114,10 @@ struct EtcdOptions {
   // min(connect_timeout, max(lease_ttl / 3, 1 s)).
   absl::Duration connect_timeout = absl::Seconds(10);
   // Where this node listens (node unused; port 0: any free port), or that it is a client.
-  interconnect::NodeEndpoint local;
+  interconnect::NodeEndpoint local = {};
   // Where the others dial this node, published in its record: host (empty: local.host, which
   // must then not be a wildcard address such as "0.0.0.0") and port (0: the port it bound).
-  std::string advertise_host;
+  std::string advertise_host = {};
   uint16_t advertise_port = 0;
 };
 
