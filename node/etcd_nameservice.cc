@@ -147,12 +147,12 @@ absl::StatusOr<std::shared_ptr<EtcdNameservice>> EtcdNameservice::Connect(EtcdOp
                      options.local.host, "\" (interconnect.listen.host), which names no machine"));
   }
   auto names = std::make_shared<EtcdNameservice>(std::move(options));
-  if (absl::Status usable = names->calls_->status(); !usable.ok()) {
-    return usable;
-  }
   const absl::Time deadline = absl::Now() + names->options_.connect_timeout;
   {
     troupe::MutexLock lock(&names->call_mu_);
+    if (absl::Status usable = names->calls_->status(); !usable.ok()) {
+      return usable;  // a TLS file that cannot be used
+    }
     absl::StatusOr<int64_t> lease = names->calls_->Grant(names->options_.lease_ttl);
     while (!lease.ok() && absl::IsUnavailable(lease.status()) && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(100));
