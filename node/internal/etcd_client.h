@@ -115,9 +115,10 @@ class EtcdClient {
   absl::Status Put(std::string_view key, std::string_view value, int64_t lease);
   // Runs a transaction; returns whether its compares held (the success branch ran).
   absl::StatusOr<bool> Txn(const proto::etcd::TxnRequest& request);
-  // Watches [key, range_end) from `start_revision`, calling `on_answer` for each answer of the
-  // stream until it returns false, the stream ends (an error: etcd went away, or nothing came for
-  // the timeout) or Stop is called.
+  // Watches [key, range_end) from `start_revision` on the current endpoint, calling `on_answer`
+  // for each answer of the stream until it returns false, the stream ends (an error: etcd went
+  // away, or nothing came for the timeout), EndWatchOffCurrent ends it or Stop is called. Its end
+  // does not move the choice of endpoint (a quiet watch ends too): the next call finds out.
   absl::Status Watch(std::string_view key, std::string_view range_end, int64_t start_revision,
                      const std::function<bool(const proto::etcd::WatchResponse&)>& on_answer);
   // Ends the call in progress (from another thread) and every later one.
