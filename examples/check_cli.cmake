@@ -68,6 +68,15 @@ file(WRITE "${DIR}/bad_etcd.conf"
      "interconnect { etcd { endpoint: \"http://127.0.0.1:1\" lease_ttl_s: 1 } }\n")
 expect(3 "" "bad_etcd.conf: interconnect\\.etcd\\.lease_ttl_s: must be" troupe_node
        "--config=${DIR}/bad_etcd.conf")
+# A node listening on a wildcard address must say where the others dial it (a flag may).
+file(WRITE "${DIR}/wildcard.conf"
+     "interconnect { etcd { endpoint: \"http://127.0.0.1:1\" } listen { host: \"0.0.0.0\" } }\n")
+expect(3 "" "wildcard.conf: interconnect\\.advertise\\.host: required" troupe_node
+       "--config=${DIR}/wildcard.conf")
+expect(3 "" "wildcard.conf with --advertise_host=0\\.0\\.0\\.0: interconnect\\.advertise\\.host"
+       troupe_node "--config=${DIR}/wildcard.conf" --advertise_host=0.0.0.0)
+expect(2 "" "--advertise_port: must be 0 to 65535" troupe_node "--config=${DIR}/wildcard.conf"
+       --advertise_port=70000)
 file(WRITE "${DIR}/bad_overlay.conf" "pools { name: \"User\" threads: 0 }\n")
 expect(3 "" "--node_config: [^\n]*pools\\[0\\]\\.threads" troupe_cluster
        "--node_config=${DIR}/bad_overlay.conf" "--workdir=${DIR}/cluster")

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
+#include "actors/config.h"
 #include "actors/log.h"
 #include "node/config.h"
 
@@ -96,21 +97,39 @@ absl::StatusOr<interconnect::ProtocolRange> ParseTestingProtocol(absl::string_vi
   return range;
 }
 
-absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path, uint32_t node_id) {
+absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path, uint32_t node_id,
+                                                        const AddressFlags& addresses) {
   if (path.empty()) {
     return absl::InvalidArgumentError(
         "--config: required (a protobuf text file with the node table)");
   }
-  absl::StatusOr<proto::ActorSystemConfig> config = node::LoadConfigFile(path);
+  // The actor system's sections only: the flags may complete the others before they are checked.
+  absl::StatusOr<proto::ActorSystemConfig> config = troupe::LoadConfigFile(path);
   if (!config.ok()) {
     return config.status();  // names the file and the field, or the line and column
   }
+  std::string flags;
   if (node_id != 0) {
     config->set_node_id(node_id);
-    if (absl::Status status = node::ValidateConfig(*config); !status.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat(path, " with --node_id=", node_id, ": ", status.message()));
-    }
+    absl::StrAppend(&flags, " --node_id=", node_id);
+  }
+  proto::InterconnectConfig& ic = *config->mutable_interconnect();
+  if (!addresses.listen_host.empty()) {
+    ic.mutable_listen()->set_host(addresses.listen_host);
+    absl::StrAppend(&flags, " --listen_host=", addresses.listen_host);
+  }
+  if (!addresses.advertise_host.empty()) {
+    ic.mutable_advertise()->set_host(addresses.advertise_host);
+    absl::StrAppend(&flags, " --advertise_host=", addresses.advertise_host);
+  }
+  if (addresses.advertise_port != 0) {
+    ic.mutable_advertise()->set_port(addresses.advertise_port);
+    absl::StrAppend(&flags, " --advertise_port=", addresses.advertise_port);
+  }
+  if (absl::Status status = node::ValidateConfig(*config); !status.ok()) {
+    return absl::Status(status.code(),
+                        flags.empty() ? absl::StrCat(path, ": ", status.message())
+                                      : absl::StrCat(path, " with", flags, ": ", status.message()));
   }
   if (config->interconnect().has_etcd()) {
     return config;  // the id is node_id, or etcd's choice

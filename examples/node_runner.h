@@ -52,12 +52,22 @@ int WaitForTerminationSignal(absl::Duration timeout);
 // Returns "SIGINT", "SIGTERM" or "signal N".
 std::string SignalName(int signal);
 
-// Loads the config at `path` (troupe::node::LoadConfigFile: every section checked) and, when
-// `node_id` is not 0, makes it the node's id; then validates the result. kInvalidArgument names the
-// bad field; kNotFound when the file cannot be read. With a static table (interconnect.nodes) the
-// node must be listed in it; with etcd membership (interconnect.etcd) the config may leave node_id
-// out: etcd gives one.
-absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path, uint32_t node_id);
+// Where a node listens and is dialled, from command-line flags, over the config's
+// interconnect.listen and interconnect.advertise. Empty or 0: the config's.
+struct AddressFlags {
+  std::string listen_host;      // --listen_host: interconnect.listen.host
+  std::string advertise_host;   // --advertise_host: interconnect.advertise.host
+  uint32_t advertise_port = 0;  // --advertise_port: interconnect.advertise.port
+};
+
+// Loads the config at `path`, makes `node_id` (when not 0) the node's id and puts `addresses` in;
+// then checks every section of the result (troupe::node::ValidateConfig), so that a flag may
+// supply what the file leaves out (the advertised host of a node listening on 0.0.0.0, say).
+// kInvalidArgument names the bad field (and the flags given); kNotFound when the file cannot be
+// read. With a static table (interconnect.nodes) the node must be listed in it; with etcd
+// membership (interconnect.etcd) the config may leave node_id out: etcd gives one.
+absl::StatusOr<proto::ActorSystemConfig> LoadNodeConfig(const std::string& path, uint32_t node_id,
+                                                        const AddressFlags& addresses = {});
 
 // Writes `node`, and on a second line `metrics_url` (where it serves GET /metrics, when it does),
 // to `path` (through a temporary file and a rename: a reader never sees half). kInternal names the

@@ -15,6 +15,7 @@
 //
 //   troupe_node --config=cluster.conf --node_id=2
 //   troupe_node --config=etcd.conf --id_file=/tmp/node.id     # the id from etcd
+//   troupe_node --config=etcd.conf --listen_host=0.0.0.0 --advertise_host=10.0.0.7
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -42,6 +43,16 @@ ABSL_FLAG(int, run_seconds, 0, "stop after this many seconds; 0 runs until SIGIN
 ABSL_FLAG(int, monitoring_port, 0,
           "port of GET /metrics (Prometheus text) unless the config sets monitoring.port: 0 takes "
           "a free port (printed at start), -1 serves none");
+ABSL_FLAG(std::string, listen_host, "",
+          "address the interconnect binds (interconnect.listen.host), e.g. 0.0.0.0; empty keeps "
+          "the config's");
+ABSL_FLAG(std::string, advertise_host, "",
+          "host name or address the other nodes dial (interconnect.advertise.host; etcd "
+          "membership), required when the node listens on a wildcard address; empty keeps the "
+          "config's");
+ABSL_FLAG(uint32_t, advertise_port, 0,
+          "port the other nodes dial (interconnect.advertise.port; etcd membership), when a NAT "
+          "or container maps the listen port; 0 keeps the config's (default: the port bound)");
 ABSL_FLAG(std::string, id_file, "",
           "once the node is up, write its id into this file (useful when etcd chooses it), and "
           "on a second line the URL of its metrics");
@@ -90,6 +101,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "troupe_node: %s\n", absl::StrCat(protocol.status().message()).c_str());
     return kExitUsage;
   }
+  if (absl::GetFlag(FLAGS_advertise_port) > 65535) {
+    std::fprintf(stderr, "troupe_node: --advertise_port: must be 0 to 65535, got %u\n",
+                 absl::GetFlag(FLAGS_advertise_port));
+    return kExitUsage;
+  }
   if (absl::GetFlag(FLAGS_config).empty()) {
     std::fprintf(stderr,
                  "troupe_node: --config: required (a protobuf text file with the node "
@@ -98,7 +114,10 @@ int main(int argc, char** argv) {
   }
 
   absl::StatusOr<troupe::proto::ActorSystemConfig> config =
-      troupe::examples::LoadNodeConfig(absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_node_id));
+      troupe::examples::LoadNodeConfig(absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_node_id),
+                                       {.listen_host = absl::GetFlag(FLAGS_listen_host),
+                                        .advertise_host = absl::GetFlag(FLAGS_advertise_host),
+                                        .advertise_port = absl::GetFlag(FLAGS_advertise_port)});
   if (!config.ok()) {
     std::fprintf(stderr, "troupe_node: %s\n", absl::StrCat(config.status().message()).c_str());
     return kExitConfig;
@@ -126,9 +145,20 @@ int main(int argc, char** argv) {
   const troupe::NodeId self = (*node)->id();
   troupe::interconnect::Interconnect* ic = (*node)->interconnect();
   if (config->interconnect().has_etcd()) {
-    std::printf("troupe_node: node %u up, listening on port %u, %zu members in etcd at %s\n", self,
-                ic->port(), ic->nameservice()->Members().size(),
-                config->interconnect().etcd().endpoint().c_str());
+    const troupe::proto::EtcdConfig& etcd = config->interconnect().etcd();
+    const std::string endpoints =
+        etcd.endpoint().empty() ? absl::StrJoin(etcd.endpoints(), ", ") : etcd.endpoint();
+    const troupe::proto::InterconnectConfig& used = (*node)->system().config().interconnect();
+    const std::string dialled =
+        used.listen().client()
+            ? std::string(" (a client: it only dials)")
+            : absl::StrCat(
+                  ", dialled at ",
+                  used.advertise().host().empty() ? used.listen().host() : used.advertise().host(),
+                  ":", used.advertise().has_port() ? used.advertise().port() : ic->port());
+    std::printf("troupe_node: node %u up, listening on port %u%s, %zu members in etcd at %s\n",
+                self, ic->port(), dialled.c_str(), ic->nameservice()->Members().size(),
+                endpoints.c_str());
   } else {
     std::printf("troupe_node: node %u up, listening on port %u, %d nodes in the table\n", self,
                 ic->port(), (*node)->system().config().interconnect().nodes_size());

@@ -4,8 +4,8 @@
 // (`proto/config.proto`, InterconnectConfig): the static node table, the cluster id, the session
 // timings and the byte limits. Interconnect::Start runs both on the system's config, so a bad
 // field fails the start naming it; troupe::node::ValidateConfig (node/config.h) runs
-// ValidateConfig with the other layers' checks. The membership fields `etcd` and `listen` belong
-// to the node layer and are not looked at here.
+// ValidateConfig with the other layers' checks. The membership fields `etcd`, `listen` and
+// `advertise` are checked by the node layer and not looked at here.
 //
 // ValidateConfig returns kInvalidArgument with a message naming the field by its path from the
 // top of the config, e.g. `interconnect.nodes[1].port: must be between 1 and 65535, got 0`.

@@ -12,7 +12,14 @@ std::shared_ptr<StaticNameservice> StaticNameservice::FromConfig(
                        .port = static_cast<uint16_t>(node.port()),
                        .client = node.client()});
   }
-  return std::make_shared<StaticNameservice>(members);
+  auto names = std::make_shared<StaticNameservice>(members);
+  if (!config.has_etcd()) {
+    names->listen_host_ = config.listen().host();
+    if (config.listen().has_port()) {
+      names->listen_port_ = static_cast<uint16_t>(config.listen().port());
+    }
+  }
+  return names;
 }
 
 StaticNameservice::StaticNameservice(const std::vector<NodeEndpoint>& members) {
@@ -29,6 +36,19 @@ std::optional<NodeEndpoint> StaticNameservice::Resolve(NodeId node) const {
     return std::nullopt;
   }
   return it->second;
+}
+
+std::optional<NodeEndpoint> StaticNameservice::Local(NodeId self) const {
+  std::optional<NodeEndpoint> local = Resolve(self);
+  if (local.has_value() && !local->client) {
+    if (!listen_host_.empty()) {
+      local->host = listen_host_;
+    }
+    if (listen_port_.has_value()) {
+      local->port = *listen_port_;
+    }
+  }
+  return local;
 }
 
 std::vector<NodeEndpoint> StaticNameservice::Members() const {

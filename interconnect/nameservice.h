@@ -118,13 +118,18 @@ class Nameservice {
 // A table kept in memory: the config's node table, changed by the program.
 class StaticNameservice final : public Nameservice {
  public:
-  // Reads `config.nodes()` (checked by ValidateConfig, config.h: ids unique, hosts and ports set).
+  // Reads `config.nodes()` (checked by ValidateConfig, config.h: ids unique, hosts and ports set)
+  // and, without config.etcd, `config.listen()`: its host and port, when set, are where this node
+  // binds instead of its entry's (Local), while the others dial the entry.
   static std::shared_ptr<StaticNameservice> FromConfig(const proto::InterconnectConfig& config);
   explicit StaticNameservice(const std::vector<NodeEndpoint>& members = {});
 
   std::optional<NodeEndpoint> Resolve(NodeId node) const override;
   std::vector<NodeEndpoint> Members() const override;
   NameserviceWatch Watch(std::function<void()> on_change) override;
+  // The entry of `self`, with the listen host and port of FromConfig put in (a client's entry
+  // as it is).
+  std::optional<NodeEndpoint> Local(NodeId self) const override;
 
   // Adds `endpoint`, or moves its node there; then tells the watchers.
   void Set(const NodeEndpoint& endpoint);
@@ -134,6 +139,9 @@ class StaticNameservice final : public Nameservice {
  private:
   void Notify();
 
+  // Where this node binds, when not at its entry (set by FromConfig only, before it is shared).
+  std::string listen_host_;
+  std::optional<uint16_t> listen_port_;
   mutable troupe::Mutex mu_;
   std::map<NodeId, NodeEndpoint> members_ ABSL_GUARDED_BY(mu_);
   // Watchers by id; `notify_mu_` is held while they run, so a cancelled watch returns only when no

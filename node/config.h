@@ -10,7 +10,8 @@
 //   | log, max_mailboxes, max_services           |                                              |
 //   | interconnect: node table, cluster id,      | troupe::interconnect::ValidateConfig         |
 //   | timings, limits                            | (interconnect/config.h)                      |
-//   | interconnect.etcd, interconnect.listen     | here: membership in etcd (etcd_nameservice.h)|
+//   | interconnect.etcd, .listen, .advertise     | here: membership in etcd (etcd_nameservice.h)|
+//   |                                            | and where the node binds and is dialled      |
 //   | monitoring                                 | here: the HTTP server (monitoring.h)         |
 // Node::Start runs ValidateConfig before it starts anything. Errors are kInvalidArgument with a
 // message naming the field (`interconnect.etcd.lease_ttl_s: must be between 2 and 3600, got 1`)
@@ -38,9 +39,18 @@
 namespace troupe::node {
 
 // Checks every section of `config` (see the table above). The node's own checks: etcd
-// membership and a static table (interconnect.nodes) exclude each other, the etcd endpoint is an
-// "http://" URL, lease_ttl_s, connect_timeout_ms and the ports are in their ranges.
+// membership and a static table (interconnect.nodes) exclude each other; the etcd endpoints
+// (`endpoint` or `endpoints`, not both) are "http://" or "https://" URLs of one scheme, with no
+// duplicates; interconnect.etcd.tls goes with https:// endpoints, and its files can be read
+// (ca_file required, cert_file and key_file together); lease_ttl_s, connect_timeout_ms and the
+// ports are in their ranges; with etcd, a wildcard interconnect.listen.host needs
+// interconnect.advertise.host, and advertise.port a fixed listen.port; advertise and
+// listen.client are for etcd membership only.
 absl::Status ValidateConfig(const proto::ActorSystemConfig& config);
+
+// Returns whether `host` is an IP address that binds every interface ("0.0.0.0", "::", "[::]"):
+// one the others cannot dial.
+bool IsWildcardAddress(std::string_view host);
 
 // Parses protobuf text format into a config and checks every section.
 absl::StatusOr<proto::ActorSystemConfig> ParseConfig(std::string_view text);

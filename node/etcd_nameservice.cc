@@ -13,6 +13,7 @@
 #include "google/protobuf/util/json_util.h"
 
 #include "actors/log.h"
+#include "node/config.h"
 #include "node/internal/etcd_client.h"
 #include "proto/etcd.pb.h"
 
@@ -20,9 +21,22 @@ namespace troupe::node {
 
 using interconnect::NodeEndpoint;
 using internal::EtcdClient;
+using internal::EtcdEndpoints;
 using internal::ParseEtcdJson;
 
 namespace {
+
+// One attempt at one endpoint: short enough that the lease, renewed every lease_ttl / 3, is
+// renewed through another endpoint before it expires when this one hangs.
+absl::Duration AttemptTimeout(const EtcdOptions& options) {
+  return std::min(options.connect_timeout, std::max(options.lease_ttl / 3, absl::Seconds(1)));
+}
+
+internal::EtcdTlsFiles TlsFiles(const EtcdOptions& options) {
+  return {.ca_file = options.tls.ca_file,
+          .cert_file = options.tls.cert_file,
+          .key_file = options.tls.key_file};
+}
 
 // Pause between attempts while etcd is unreachable.
 constexpr absl::Duration kRetry = absl::Seconds(1);
@@ -73,7 +87,14 @@ proto::etcd::RequestOp PutOp(const std::string& key, const std::string& value, i
 EtcdOptions EtcdNameservice::OptionsFromConfig(const proto::InterconnectConfig& config) {
   const proto::EtcdConfig& etcd = config.etcd();
   const proto::NodeAddress& listen = config.listen();
-  return {.endpoint = etcd.endpoint(),
+  std::vector<std::string> endpoints(etcd.endpoints().begin(), etcd.endpoints().end());
+  if (!etcd.endpoint().empty()) {
+    endpoints.insert(endpoints.begin(), etcd.endpoint());
+  }
+  return {.endpoints = std::move(endpoints),
+          .tls = {.ca_file = etcd.tls().ca_file(),
+                  .cert_file = etcd.tls().cert_file(),
+                  .key_file = etcd.tls().key_file()},
           .cluster_id = config.cluster_id().empty() ? "troupe" : config.cluster_id(),
           .lease_ttl = absl::Seconds(etcd.has_lease_ttl_s() ? etcd.lease_ttl_s() : 5),
           .connect_timeout = absl::Milliseconds(
@@ -81,38 +102,72 @@ EtcdOptions EtcdNameservice::OptionsFromConfig(const proto::InterconnectConfig& 
           .local = {.node = 0,
                     .host = listen.host().empty() ? "127.0.0.1" : listen.host(),
                     .port = static_cast<uint16_t>(listen.port()),
-                    .client = listen.client()}};
+                    .client = listen.client()},
+          .advertise_host = config.advertise().host(),
+          .advertise_port = static_cast<uint16_t>(config.advertise().port())};
 }
 
 EtcdNameservice::EtcdNameservice(EtcdOptions options)
     : options_(std::move(options)),
       prefix_(absl::StrCat("/troupe/", options_.cluster_id, "/")),
-      calls_(std::make_unique<EtcdClient>(options_.endpoint, options_.connect_timeout)),
-      stream_(std::make_unique<EtcdClient>(options_.endpoint,
+      endpoints_(std::make_shared<EtcdEndpoints>(options_.endpoints)),
+      calls_(
+          std::make_unique<EtcdClient>(endpoints_, AttemptTimeout(options_), TlsFiles(options_))),
+      // A member that accepts no connection is left as soon as by the calls; a quiet watch is
+      // normal, so only the wait for news is long.
+      stream_(std::make_unique<EtcdClient>(endpoints_, AttemptTimeout(options_), TlsFiles(options_),
                                            std::max(options_.connect_timeout, kQuietWatch))) {}
 
 absl::StatusOr<std::shared_ptr<EtcdNameservice>> EtcdNameservice::Connect(EtcdOptions options) {
-  if (!absl::StartsWith(options.endpoint, "http://")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(R"(interconnect.etcd.endpoint: must be "http://host:port", got ")",
-                     options.endpoint, "\""));
+  if (options.endpoints.empty()) {
+    return absl::InvalidArgumentError("interconnect.etcd.endpoints: at least one endpoint");
+  }
+  const bool tls = !options.tls.ca_file.empty() || !options.tls.cert_file.empty() ||
+                   !options.tls.key_file.empty();
+  for (const std::string& endpoint : options.endpoints) {
+    const bool https = absl::StartsWith(endpoint, "https://");
+    if (!https && !absl::StartsWith(endpoint, "http://")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          R"(interconnect.etcd.endpoints: must be "http://host:port" or "https://host:port", got ")",
+          endpoint, "\""));
+    }
+    if (tls && !https) {
+      return absl::InvalidArgumentError(absl::StrCat("interconnect.etcd.tls: set, but endpoint \"",
+                                                     endpoint, "\" is not https://"));
+    }
   }
   if (options.lease_ttl < absl::Seconds(2)) {
     return absl::InvalidArgumentError("interconnect.etcd.lease_ttl_s: at least 2 seconds");
+  }
+  if (!options.local.client && options.advertise_host.empty() &&
+      IsWildcardAddress(options.local.host)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("interconnect.advertise.host: required when the node listens on the wildcard "
+                     "address \"",
+                     options.local.host, "\" (interconnect.listen.host), which names no machine"));
   }
   auto names = std::make_shared<EtcdNameservice>(std::move(options));
   const absl::Time deadline = absl::Now() + names->options_.connect_timeout;
   {
     troupe::MutexLock lock(&names->call_mu_);
+    if (absl::Status usable = names->calls_->status(); !usable.ok()) {
+      return usable;  // a TLS file that cannot be used
+    }
     absl::StatusOr<int64_t> lease = names->calls_->Grant(names->options_.lease_ttl);
     while (!lease.ok() && absl::IsUnavailable(lease.status()) && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(100));
       lease = names->calls_->Grant(names->options_.lease_ttl);
     }
     if (!lease.ok()) {
-      return absl::UnavailableError(absl::StrCat("membership: cannot reach etcd at ",
-                                                 names->options_.endpoint, ": ",
-                                                 lease.status().message()));
+      const std::string what =
+          absl::IsUnavailable(lease.status())
+              ? absl::StrCat("cannot reach etcd at ", names->endpoints_->Describe(), " within ",
+                             absl::FormatDuration(names->options_.connect_timeout))
+          : absl::IsUnauthenticated(lease.status())
+              ? absl::StrCat("no TLS session with etcd at ", names->endpoints_->Describe())
+              : absl::StrCat("etcd at ", names->endpoints_->Describe(), " refused a lease");
+      return absl::Status(lease.status().code(),
+                          absl::StrCat("membership: ", what, ": ", lease.status().message()));
     }
     names->lease_ = *lease;
   }
@@ -120,8 +175,8 @@ absl::StatusOr<std::shared_ptr<EtcdNameservice>> EtcdNameservice::Connect(EtcdOp
   names->lease_thread_ = std::thread([raw = names.get()] { raw->KeepLease(); });
   troupe::MutexLock lock(&names->read_mu_);
   if (!names->read_mu_.AwaitWithDeadline(absl::Condition(&names->table_read_), deadline)) {
-    return absl::UnavailableError(absl::StrCat("membership: etcd at ", names->options_.endpoint,
-                                               " did not give the table in time"));
+    return absl::UnavailableError(absl::StrCat(
+        "membership: etcd at ", names->endpoints_->Describe(), " did not give the table in time"));
   }
   return names;
 }
@@ -157,7 +212,7 @@ absl::StatusOr<NodeId> EtcdNameservice::Join(NodeId node) {
     return absl::InvalidArgumentError(
         absl::StrCat("node id ", node, " is over ", ActorId::kMaxNode));
   }
-  record_ = options_.local;
+  record_ = Advertised(options_.local);
   if (node != 0) {
     self_.store(node, std::memory_order_release);
     absl::Status written = WriteRecord(*calls_, /*create_only=*/true);
@@ -200,7 +255,7 @@ absl::StatusOr<NodeId> EtcdNameservice::Join(NodeId node) {
     if (*done) {
       self_.store(candidate, std::memory_order_release);
       TROUPE_LOG(kInfo, kInterconnect)
-          << "membership: etcd at " << options_.endpoint << " gave this process node id "
+          << "membership: etcd at " << calls_->endpoint() << " gave this process node id "
           << candidate << " (cluster \"" << options_.cluster_id << "\")";
       return candidate;
     }
@@ -244,7 +299,7 @@ absl::Status EtcdNameservice::Announce(const NodeEndpoint& self) {
     return absl::FailedPreconditionError(
         absl::StrCat("membership: node ", self.node, " did not join through this nameservice"));
   }
-  record_ = self;
+  record_ = Advertised(self);
   announced_ = true;
   return WriteRecord(*calls_, /*create_only=*/false);
 }
@@ -255,6 +310,9 @@ void EtcdNameservice::Leave() {
     return;
   }
   left_ = true;
+  if (lease_ == 0) {
+    return;  // Connect failed: there is nothing to revoke
+  }
   if (absl::Status revoked = calls_->Revoke(lease_); !revoked.ok()) {
     TROUPE_LOG(kWarn, kInterconnect) << "membership: could not leave cleanly (" << revoked.message()
                                      << "); the others see this node leave when its lease expires";
@@ -265,6 +323,7 @@ void EtcdNameservice::Leave() {
 
 void EtcdNameservice::KeepLease() {
   absl::Duration pause = options_.lease_ttl / 3;
+  size_t moves = 0;  // renewals tried at once on the next endpoint, in a row
   while (true) {
     {
       troupe::MutexLock lock(&wake_mu_);
@@ -276,6 +335,7 @@ void EtcdNameservice::KeepLease() {
     if (left_) {
       return;
     }
+    const size_t endpoint = endpoints_->current();
     absl::StatusOr<int64_t> ttl = calls_->KeepAlive(lease_);
     absl::Status status = ttl.status();
     if (ttl.ok() && *ttl <= 0) {
@@ -292,6 +352,17 @@ void EtcdNameservice::KeepLease() {
         }
       }
     }
+    if (!status.ok() && endpoints_->current() != endpoint) {
+      // The call moved on to another endpoint: a watch still on the old one is ended (it is made
+      // again on the new one), and the lease is renewed there now, not a pause later, since the
+      // failed attempt may have used up most of what was left of the TTL.
+      stream_->EndWatchOffCurrent();
+      if (++moves < options_.endpoints.size()) {
+        pause = absl::ZeroDuration();
+        continue;
+      }
+    }
+    moves = 0;
     NoteReachable(status);
     pause = status.ok() ? options_.lease_ttl / 3 : std::min(kRetry, options_.lease_ttl / 3);
   }
@@ -303,11 +374,12 @@ void EtcdNameservice::NoteReachable(const absl::Status& status) {
     return;
   }
   if (now) {
-    TROUPE_LOG(kInfo, kInterconnect) << "membership: etcd at " << options_.endpoint
-                                     << " answers again; following the table again";
+    TROUPE_LOG(kInfo, kInterconnect)
+        << "membership: etcd at " << endpoints_->urls()[endpoints_->current()]
+        << " answers again; following the table again";
   } else {
     TROUPE_LOG(kWarn, kInterconnect)
-        << "membership: etcd at " << options_.endpoint << " unreachable (" << status.message()
+        << "membership: etcd at " << endpoints_->Describe() << " unreachable (" << status.message()
         << "); keeping the last table (" << Members().size() << " members) until it is back";
   }
 }
@@ -319,6 +391,9 @@ void EtcdNameservice::FollowTable() {
   const std::string end = EtcdClient::PrefixEnd(nodes);
   while (!stopping_.load()) {
     absl::StatusOr<int64_t> revision = ReadTable(*stream_);
+    if (stopping_.load()) {
+      return;  // the read was cut short by the destructor, not by etcd
+    }
     NoteReachable(revision.status());
     absl::Status status = revision.status();
     const absl::Time watched = absl::Now();
@@ -337,7 +412,7 @@ void EtcdNameservice::FollowTable() {
             }
             return !stopping_.load();
           });
-      if (!status.ok() && !absl::IsUnavailable(status)) {
+      if (!status.ok() && !absl::IsUnavailable(status) && !absl::IsCancelled(status)) {
         TROUPE_LOG(kWarn, kInterconnect) << "membership: " << status.message();
       }
     }
@@ -418,6 +493,19 @@ void EtcdNameservice::Apply(const std::string& key, const std::optional<std::str
 }
 
 // -- Nameservice ----------------------------------------------------------------------------
+
+NodeEndpoint EtcdNameservice::Advertised(const NodeEndpoint& listening) const {
+  NodeEndpoint advertised = listening;
+  if (!listening.client) {
+    if (!options_.advertise_host.empty()) {
+      advertised.host = options_.advertise_host;
+    }
+    if (options_.advertise_port != 0) {
+      advertised.port = options_.advertise_port;
+    }
+  }
+  return advertised;
+}
 
 std::optional<NodeEndpoint> EtcdNameservice::Local(NodeId self) const {
   NodeEndpoint local = options_.local;

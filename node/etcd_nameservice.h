@@ -16,6 +16,10 @@
 // cleanly (Leave, or the destructor) revokes it and is gone at once; one that dies is gone when
 // the lease expires, lease_ttl after its last renewal. Ids handed out are never handed out again.
 //
+// The record says where the others dial the node: advertise_host and advertise_port where they
+// are set, else where it listens (local.host, and the port it bound). A node that listens on a
+// wildcard address ("0.0.0.0", "::") must set advertise_host: Connect refuses it otherwise.
+//
 // The table: another thread reads nodes/ and then watches it from that revision; every change
 // of an announced record (a node listens, or dials as a client) reaches the watchers. When etcd
 // cannot be reached, the node keeps the last table it saw and logs it once; the thread retries
@@ -23,13 +27,33 @@
 // meanwhile are gone then) and renews its lease, or (expired) takes a new one and writes its
 // record again.
 //
+// Endpoints: `endpoints` are members of one etcd cluster. Every call (the lease's keep-alive, the
+// table's reads and watch, Join's and Announce's writes) goes to the current endpoint, the first
+// one at the start. When it does not answer (refused, a timeout, a TLS refusal), the choice moves
+// to the next one in the list (round again after the last) for every call, and the switch is
+// logged once; a call whose request cannot have reached etcd is tried on the next endpoint at
+// once, one that may have (a broken connection while waiting for the answer) fails and is
+// retried as above. One attempt at one endpoint gives up after min(connect_timeout,
+// max(lease_ttl / 3, 1 s)), and a keep-alive that moved on is sent again at once, so the lease is
+// renewed through another member before it expires. The watch follows: when the lease's calls
+// move away from its endpoint, or its stream breaks, it is made again where the calls go. A lease
+// belongs to the etcd cluster, not to a member: it survives the switch.
+//
+// TLS: "https://" endpoints with `tls` (ca_file: the CA that signed etcd's certificate, which must
+// name the endpoint's host; cert_file and key_file: the client certificate of an etcd started with
+// --client-cert-auth). A refused certificate, by either side, fails Connect at once with
+// kUnauthenticated and OpenSSL's reason; a file that cannot be used fails it with
+// kInvalidArgument naming the field.
+//
 // Thread-safety: thread-safe. Watchers run on the watching thread, one at a time.
 //
 // Example (what Node::Start does; Interconnect::Start listens, then calls Announce):
 //
-//   auto names = EtcdNameservice::Connect({.endpoint = "http://127.0.0.1:2379",
+//   auto names = EtcdNameservice::Connect({.endpoints = {"http://10.0.0.9:2379",
+//                                                        "http://10.0.0.10:2379"},
 //                                          .cluster_id = "shop",
-//                                          .local = {.host = "127.0.0.1", .port = 0}});
+//                                          .local = {.host = "0.0.0.0", .port = 0},
+//                                          .advertise_host = "10.0.0.7"});
 //   if (!names.ok()) return names.status();
 //   absl::StatusOr<NodeId> id = (*names)->Join(0);  // a fresh id
 //   if (!id.ok()) return id.status();
@@ -63,28 +87,49 @@ namespace troupe::node {
 
 namespace internal {
 class EtcdClient;
+class EtcdEndpoints;
 }  // namespace internal
 
+// TLS towards etcd, for https:// endpoints (see EtcdTlsConfig in proto/config.proto).
+struct EtcdTlsOptions {
+  // The CA that signed etcd's certificates (empty: the system's certificate authorities).
+  std::string ca_file;
+  // This node's client certificate and its key, for an etcd with --client-cert-auth (empty:
+  // none).
+  std::string cert_file;
+  std::string key_file;
+};
+
 struct EtcdOptions {
-  // etcd's client URL, "http://host:port".
-  std::string endpoint;
+  // The client URLs of the etcd cluster's members, "http://host:port" or "https://host:port"
+  // (at least one, one scheme), tried in this order (see the header comment).
+  std::vector<std::string> endpoints;
+  // TLS for https:// endpoints.
+  EtcdTlsOptions tls = {};
   // The key prefix is /troupe/<cluster_id>/.
   std::string cluster_id = "troupe";
   // A node that dies is gone this long after its last renewal (whole seconds, at least 2).
   absl::Duration lease_ttl = absl::Seconds(5);
-  // How long Connect waits for etcd, and each later call for an answer.
+  // How long Connect waits for etcd. One attempt at one endpoint gives up after
+  // min(connect_timeout, max(lease_ttl / 3, 1 s)).
   absl::Duration connect_timeout = absl::Seconds(10);
   // Where this node listens (node unused; port 0: any free port), or that it is a client.
-  interconnect::NodeEndpoint local;
+  interconnect::NodeEndpoint local = {};
+  // Where the others dial this node, published in its record: host (empty: local.host, which
+  // must then not be a wildcard address such as "0.0.0.0") and port (0: the port it bound).
+  std::string advertise_host = {};
+  uint16_t advertise_port = 0;
 };
 
 class EtcdNameservice final : public interconnect::Nameservice {
  public:
-  // The options of `config` (interconnect.etcd, .listen, .cluster_id; defaults filled as
-  // WithDefaults does).
+  // The options of `config` (interconnect.etcd, .listen, .advertise, .cluster_id; defaults filled
+  // as WithDefaults does).
   static EtcdOptions OptionsFromConfig(const proto::InterconnectConfig& config);
-  // Takes a lease in etcd, reads the table and starts following it. kUnavailable when etcd does
-  // not answer within connect_timeout; kInvalidArgument for a bad endpoint or TTL.
+  // Takes a lease in etcd, reads the table and starts following it. kUnavailable when no
+  // endpoint answers within connect_timeout (the message says why: refused, a timeout, a TLS
+  // handshake etcd or this node refused); kInvalidArgument naming the config field for a bad
+  // endpoint, TTL, TLS file or a wildcard local host with no advertise_host.
   static absl::StatusOr<std::shared_ptr<EtcdNameservice>> Connect(EtcdOptions options);
   // Leaves (see Leave) and stops the threads.
   ~EtcdNameservice() override;
@@ -114,8 +159,9 @@ class EtcdNameservice final : public interconnect::Nameservice {
   }
   // The configured local endpoint.
   std::optional<interconnect::NodeEndpoint> Local(NodeId self) const override;
-  // Writes this node's record (it listens at `self`), under the lease. kFailedPrecondition before
-  // Join or for another node.
+  // Writes this node's record under the lease: it listens at `self`, and the record says
+  // advertise_host and advertise_port where they are set. kFailedPrecondition before Join or for
+  // another node.
   absl::Status Announce(const interconnect::NodeEndpoint& self) override;
 
   explicit EtcdNameservice(EtcdOptions options);  // for Connect
@@ -137,9 +183,13 @@ class EtcdNameservice final : public interconnect::Nameservice {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(call_mu_);
   // Notes whether etcd answered, logging each change once.
   void NoteReachable(const absl::Status& status);
+  // `listening` with the advertised host and port put in.
+  interconnect::NodeEndpoint Advertised(const interconnect::NodeEndpoint& listening) const;
 
   const EtcdOptions options_;
   const std::string prefix_;
+  // The endpoints and the current one, shared by calls_ and stream_.
+  const std::shared_ptr<internal::EtcdEndpoints> endpoints_;
   std::atomic<NodeId> self_{0};
   std::atomic<bool> reachable_{true};
   std::atomic<bool> stopping_{false};

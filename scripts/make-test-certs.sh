@@ -5,7 +5,7 @@
 # (interconnect/tls_transport.h), with the `openssl` CLI. All keys are EC P-256, unencrypted.
 # For tests, benchmarks and local clusters: a real deployment's CA keeps its key elsewhere.
 #
-#   scripts/make-test-certs.sh [--expired N]... [--foreign-ca] [--nameless] DIR NODE_ID...
+#   scripts/make-test-certs.sh [--expired N]... [--foreign-ca] [--nameless] [--etcd] DIR [NODE_ID]...
 #
 # Writes into DIR (created if missing):
 #   ca.crt, ca.key                  the CA (CN=troupe-test-ca), valid 10 years: the `ca_file`
@@ -19,9 +19,19 @@
 #                                   NODE_ID, foreign-node<N>.crt/.key signed by it
 #   --nameless                      also nameless.crt/.key: signed by the CA, valid, but naming no
 #                                   node (DNS:localhost, CN=troupe-nameless)
+#   --etcd                          also, for etcd over TLS, signed by the CA:
+#                                   etcd-server.crt/.key (subjectAltName=DNS:localhost,
+#                                   IP:127.0.0.1; serverAuth and clientAuth, since etcd's JSON
+#                                   gateway presents it to etcd itself): etcd's --cert-file and
+#                                   --key-file, with ca.crt as its --trusted-ca-file;
+#                                   etcd-client.crt/.key (CN=troupe-etcd-client, clientAuth
+#                                   only): interconnect.etcd.tls.cert_file and key_file; with
+#                                   --foreign-ca also foreign-etcd-client.crt/.key, signed by the
+#                                   foreign CA
 #
-# Example (the README's two-node cluster):
+# Example (the README's two-node cluster; then an etcd over TLS):
 #   scripts/make-test-certs.sh /tmp/troupe-certs 1 2
+#   scripts/make-test-certs.sh --etcd /tmp/troupe-etcd-certs
 #   openssl verify -CAfile /tmp/troupe-certs/ca.crt /tmp/troupe-certs/node1.crt
 #
 # Exits 2 on bad usage, non-zero with openssl's message when openssl fails.
@@ -36,6 +46,7 @@ usage() {
 expired=()
 foreign=0
 nameless=0
+etcd=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --expired)
@@ -49,6 +60,10 @@ while [[ $# -gt 0 ]]; do
       ;;
     --nameless)
       nameless=1
+      shift
+      ;;
+    --etcd)
+      etcd=1
       shift
       ;;
     -h | --help) usage 0 ;;
@@ -101,21 +116,22 @@ make_ca() {
     -out "$dir/$1.crt"
 }
 
-# extensions SAN: the extension file of a node (or nameless) certificate.
+# extensions SAN [EKU]: the extension file of a certificate (EKU: serverAuth,clientAuth unless
+# given).
 extensions() {
   cat >"$work/ext.cnf" <<EOF
 basicConstraints=critical,CA:FALSE
 keyUsage=critical,digitalSignature
-extendedKeyUsage=serverAuth,clientAuth
+extendedKeyUsage=${2:-serverAuth,clientAuth}
 subjectAltName=$1
 EOF
 }
 
-# make_cert CA NAME CN SAN: NAME.key and NAME.crt signed by CA, valid two years from now.
+# make_cert CA NAME CN SAN [EKU]: NAME.key and NAME.crt signed by CA, valid two years from now.
 make_cert() {
   make_key "$dir/$2.key"
   quiet openssl req -new -key "$dir/$2.key" -subj "/CN=$3" -out "$work/$2.csr"
-  extensions "$4"
+  extensions "$4" "${5:-}"
   quiet openssl x509 -req -in "$work/$2.csr" -CA "$dir/$1.crt" -CAkey "$dir/$1.key" \
     -CAcreateserial -CAserial "$work/$1.srl" -sha256 -days 730 -extfile "$work/ext.cnf" \
     -out "$dir/$2.crt"
@@ -163,5 +179,12 @@ if ((foreign)); then
 fi
 if ((nameless)); then
   make_cert ca nameless troupe-nameless "DNS:localhost,IP:127.0.0.1"
+fi
+if ((etcd)); then
+  make_cert ca etcd-server troupe-etcd-server "DNS:localhost,IP:127.0.0.1"
+  make_cert ca etcd-client troupe-etcd-client "DNS:troupe-etcd-client" clientAuth
+  if ((foreign)); then
+    make_cert foreign-ca foreign-etcd-client troupe-etcd-client "DNS:troupe-etcd-client" clientAuth
+  fi
 fi
 echo "make-test-certs: wrote $(find "$dir" -maxdepth 1 -name '*.crt' | wc -l) certificates to $dir"

@@ -3,7 +3,7 @@
 // The examples of the node layer's headers (node/) and of interconnect/config.h, compiled and
 // run: each region between `[doc-example: <header>]` and `[end doc-example]` is the header's
 // "Example:" block word for word (scripts/check-doc-examples.sh). Nodes are real, on 127.0.0.1
-// with free ports. The etcd example is compiled only: it needs an etcd at 127.0.0.1:2379, and
+// with free ports. The etcd example is compiled only: it needs etcd members at 10.0.0.9-10, and
 // ut/integration's etcd tests run the same calls against an etcd of their own.
 #include <unistd.h>
 
@@ -63,9 +63,11 @@ namespace node {
 absl::Status JoinThroughEtcd(proto::ActorSystemConfig& config) {
   // clang-format off
   // [doc-example: node/etcd_nameservice.h]
-  auto names = EtcdNameservice::Connect({.endpoint = "http://127.0.0.1:2379",
+  auto names = EtcdNameservice::Connect({.endpoints = {"http://10.0.0.9:2379",
+                                                       "http://10.0.0.10:2379"},
                                          .cluster_id = "shop",
-                                         .local = {.host = "127.0.0.1", .port = 0}});
+                                         .local = {.host = "0.0.0.0", .port = 0},
+                                         .advertise_host = "10.0.0.7"});
   if (!names.ok()) return names.status();
   absl::StatusOr<NodeId> id = (*names)->Join(0);  // a fresh id
   if (!id.ok()) return id.status();

@@ -6,17 +6,11 @@
 // two clusters sharing one etcd. The suite starts its own etcd (/usr/bin/etcd, Debian's
 // etcd-server, which scripts/setup.sh installs) on free loopback ports with a temporary data
 // directory, and stops it and removes the directory at the end. Every wait is bounded.
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +29,7 @@
 #include "node/etcd_nameservice.h"
 #include "node/internal/etcd_client.h"
 #include "node/node.h"
+#include "ut/integration/etcd_server.h"
 #include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
 
@@ -44,105 +39,11 @@ namespace {
 using node::Node;
 using node::NodeOptions;
 using node::internal::EtcdClient;
+using testutil::EtcdServer;
 using testutil::Eventually;
+using testutil::kEtcdBinary;
 using testutil::kSink;
 using testutil::StartSink;
-
-constexpr std::string_view kEtcdBinary = "/usr/bin/etcd";
-
-// One etcd server on 127.0.0.1, owned by the test: started in a temporary data directory, which
-// it keeps across Stop and Start (a restart), and removes at the end.
-class EtcdServer {
- public:
-  EtcdServer() : dir_(::testing::TempDir() + "troupe-etcd-" + std::to_string(::getpid())) {
-    absl::StatusOr<std::vector<uint16_t>> ports = FreeLoopbackPorts(2);
-    EXPECT_TRUE(ports.ok()) << ports.status();
-    if (ports.ok()) {
-      client_port_ = (*ports)[0];
-      peer_port_ = (*ports)[1];
-    }
-    std::filesystem::remove_all(dir_);
-  }
-  ~EtcdServer() {
-    Stop();
-    std::filesystem::remove_all(dir_);
-  }
-  EtcdServer(const EtcdServer&) = delete;
-  EtcdServer& operator=(const EtcdServer&) = delete;
-  EtcdServer(EtcdServer&&) = delete;
-  EtcdServer& operator=(EtcdServer&&) = delete;
-
-  std::string endpoint() const { return absl::StrCat("http://127.0.0.1:", client_port_); }
-
-  // Starts etcd and waits (up to 20 s) until it answers; false (with the log's tail) if not.
-  bool Start() {
-    const std::string client = endpoint();
-    const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port_);
-    std::vector<std::string> args = {std::string(kEtcdBinary),
-                                     "--name=troupe-test",
-                                     "--data-dir=" + dir_ + "/data",
-                                     "--listen-client-urls=" + client,
-                                     "--advertise-client-urls=" + client,
-                                     "--listen-peer-urls=" + peer,
-                                     "--initial-advertise-peer-urls=" + peer,
-                                     "--initial-cluster=troupe-test=" + peer,
-                                     "--logger=zap",
-                                     "--log-level=error"};
-    std::vector<char*> argv;
-    for (std::string& arg : args) {
-      argv.push_back(arg.data());
-    }
-    argv.push_back(nullptr);
-    std::filesystem::create_directories(dir_);
-    const std::string log = dir_ + "/etcd.log";
-    // Between fork and exec a child of a threaded process makes only async-signal-safe calls.
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, STDOUT_FILENO);
-        ::dup2(fd, STDERR_FILENO);
-      }
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    EtcdClient probe(client, absl::Milliseconds(500));
-    const bool up =
-        Eventually([&] { return probe.Range("/troupe-probe").ok(); }, absl::Seconds(20));
-    if (!up) {
-      std::ifstream in(log);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      ADD_FAILURE() << "etcd did not answer at " << client << "; its log:\n" << text;
-    }
-    return up;
-  }
-
-  // Ends etcd (SIGTERM, then SIGKILL after 5 s) and reaps it.
-  void Stop() {
-    if (pid_ <= 0) {
-      return;
-    }
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (absl::Now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    pid_ = -1;
-  }
-
- private:
-  const std::string dir_;
-  uint16_t client_port_ = 0;
-  uint16_t peer_port_ = 0;
-  pid_t pid_ = -1;
-};
 
 class EtcdTest : public ::testing::Test {
  protected:

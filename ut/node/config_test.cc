@@ -41,6 +41,101 @@ TEST(NodeConfigTest, RejectsBadEtcdMembershipNamingTheField) {
   EXPECT_TRUE(ParseConfig(R"(interconnect { etcd { endpoint: "http://127.0.0.1:2379" } })").ok());
 }
 
+TEST(NodeConfigTest, TakesSeveralEtcdEndpointsAndRejectsBadOnesByIndex) {
+  EXPECT_TRUE(ParseConfig(R"(interconnect { etcd { endpoints: "http://a:1" endpoints: "http://b:1"
+                                                   endpoints: "http://c:1" } })")
+                  .ok());
+  ExpectFieldError(R"(interconnect { etcd { endpoint: "http://a:1" endpoints: "http://b:1" } })",
+                   "interconnect.etcd.endpoints: set this or interconnect.etcd.endpoint");
+  ExpectFieldError(R"(interconnect { etcd { } })", "interconnect.etcd.endpoint");
+  ExpectFieldError(R"(interconnect { etcd { endpoints: "http://a:1" endpoints: "b:1" } })",
+                   "interconnect.etcd.endpoints[1]");
+  ExpectFieldError(R"(interconnect { etcd { endpoints: "http://a:1" endpoints: "http://a:1" } })",
+                   "interconnect.etcd.endpoints[1]: \"http://a:1\" is also");
+  ExpectFieldError(R"(interconnect { etcd { endpoints: "https://a:1" endpoints: "http://b:1" } })",
+                   "interconnect.etcd.endpoints[1]: \"http://b:1\" mixes http:// and https://");
+  std::string many = "interconnect { etcd { ";
+  for (int i = 0; i < 17; ++i) {
+    many += "endpoints: \"http://e:" + std::to_string(i + 1) + "\" ";
+  }
+  ExpectFieldError(many + "} }", "interconnect.etcd.endpoints: at most 16");
+}
+
+TEST(NodeConfigTest, RejectsBadEtcdTlsNamingTheField) {
+  const std::string ca = ::testing::TempDir() + "/troupe_node_config_test_ca.crt";
+  std::ofstream(ca) << "not checked here: the node reads it when it connects\n";
+  const std::string missing = ::testing::TempDir() + "/troupe_node_config_test_missing.crt";
+  const auto tls = [](const std::string& endpoint, const std::string& fields) {
+    return "interconnect { etcd { endpoint: \"" + endpoint + "\" tls { " + fields + " } } }";
+  };
+  EXPECT_TRUE(ParseConfig(tls("https://e:1", "ca_file: \"" + ca + "\"")).ok());
+  EXPECT_TRUE(ParseConfig(tls("https://e:1", "ca_file: \"" + ca + "\" cert_file: \"" + ca +
+                                                 "\" key_file: \"" + ca + "\""))
+                  .ok());
+  EXPECT_TRUE(ParseConfig(R"(interconnect { etcd { endpoint: "https://e:1" } })").ok())
+      << "https:// without tls trusts the system's certificate authorities";
+  ExpectFieldError(tls("http://e:1", "ca_file: \"" + ca + "\""),
+                   "interconnect.etcd.tls: set, but interconnect.etcd.endpoint \"http://e:1\" is "
+                   "http://");
+  ExpectFieldError(tls("https://e:1", ""), "interconnect.etcd.tls.ca_file: required");
+  ExpectFieldError(tls("https://e:1", "ca_file: \"" + missing + "\""),
+                   "interconnect.etcd.tls.ca_file: cannot read");
+  ExpectFieldError(tls("https://e:1", "ca_file: \"" + ca + "\" cert_file: \"" + ca + "\""),
+                   "interconnect.etcd.tls.key_file: cert_file and key_file go together");
+  ExpectFieldError(tls("https://e:1", "ca_file: \"" + ca + "\" key_file: \"" + ca + "\""),
+                   "interconnect.etcd.tls.cert_file");
+  ExpectFieldError(tls("https://e:1", "ca_file: \"" + ca + "\" cert_file: \"" + missing +
+                                          "\" key_file: \"" + ca + "\""),
+                   "interconnect.etcd.tls.cert_file: cannot read");
+  std::remove(ca.c_str());
+}
+
+TEST(NodeConfigTest, AWildcardListenAddressNeedsAnAdvertisedHost) {
+  const std::string etcd = R"(etcd { endpoint: "http://e:1" } )";
+  ExpectFieldError("interconnect { " + etcd + R"(listen { host: "0.0.0.0" } })",
+                   "interconnect.advertise.host: required when interconnect.listen.host is the "
+                   "wildcard address \"0.0.0.0\"");
+  ExpectFieldError("interconnect { " + etcd + R"(listen { host: "::" } })",
+                   "interconnect.advertise.host: required");
+  EXPECT_TRUE(ParseConfig("interconnect { " + etcd +
+                          R"(listen { host: "0.0.0.0" } advertise { host: "10.0.0.7" } })")
+                  .ok());
+  EXPECT_TRUE(ParseConfig("interconnect { " + etcd + R"(listen { host: "10.0.0.7" } })").ok());
+  ExpectFieldError("interconnect { " + etcd + R"(advertise { host: "[::]" } })",
+                   "interconnect.advertise.host: \"[::]\" is a wildcard address");
+  ExpectFieldError("interconnect { " + etcd + R"(advertise { port: 9000 } })",
+                   "interconnect.advertise.port: needs a fixed interconnect.listen.port");
+  ExpectFieldError("interconnect { " + etcd + R"(listen { port: 9000 } advertise { port: 0 } })",
+                   "interconnect.advertise.port");
+  EXPECT_TRUE(ParseConfig("interconnect { " + etcd +
+                          R"(listen { host: "0.0.0.0" port: 9000 }
+                             advertise { host: "node7.example" port: 30900 } })")
+                  .ok());
+  ExpectFieldError(
+      "interconnect { " + etcd + R"(listen { client: true } advertise { host: "h" } })",
+      "interconnect.advertise: a client node");
+
+  // With a static table the entry is what the others dial; listen only moves the bind.
+  const std::string table = R"(nodes { node_id: 1 host: "10.0.0.1" port: 9000 } )";
+  EXPECT_TRUE(
+      ParseConfig("interconnect { " + table + R"(listen { host: "0.0.0.0" port: 9100 } })").ok());
+  ExpectFieldError("interconnect { " + table + R"(advertise { host: "h" } })",
+                   "interconnect.advertise: only with interconnect.etcd");
+  ExpectFieldError("interconnect { " + table + R"(listen { client: true } })",
+                   "interconnect.listen.client: only with interconnect.etcd");
+  ExpectFieldError("interconnect { " + table + R"(listen { port: 0 } })",
+                   "interconnect.listen.port: with a static table");
+}
+
+TEST(NodeConfigTest, KnowsWildcardAddresses) {
+  for (const char* wildcard : {"0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"}) {
+    EXPECT_TRUE(IsWildcardAddress(wildcard)) << wildcard;
+  }
+  for (const char* host : {"127.0.0.1", "::1", "10.0.0.7", "localhost", "", "0.0.0.1", "node7"}) {
+    EXPECT_FALSE(IsWildcardAddress(host)) << host;
+  }
+}
+
 TEST(NodeConfigTest, RejectsMonitoringPortOutOfRange) {
   ExpectFieldError("monitoring { port: 70000 }", "monitoring.port");
   EXPECT_TRUE(ParseConfig("monitoring { port: 0 }").ok());
