@@ -20,6 +20,8 @@ if(PREVIOUS)
   list(GET previous 1 previous_commit)
   set(tree "${DIR}/previous")
   message(STATUS "building troupe_node ${previous_version} (${previous_commit}) in ${tree}")
+  # A run killed before it removed its worktree left an entry whose folder is gone: forget it.
+  execute_process(COMMAND git -C "${SOURCE}" worktree prune)
   execute_process(COMMAND git -C "${SOURCE}" worktree add --detach "${tree}" "${previous_commit}"
                   RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT result EQUAL 0)
