@@ -45,7 +45,7 @@ inline constexpr uint32_t kOldestProtocolVersion = 3;
 inline constexpr uint32_t kNewestProtocolVersion = 3;
 
 // The optional features this build has (see the table above).
-inline constexpr char kFeatureLeave[] = "leave";
+inline constexpr const char* kFeatureLeave = "leave";
 
 // What a node announces in its handshakes.
 struct ProtocolRange {

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <ctime>
@@ -95,9 +96,9 @@ bool Unsent(httplib::Error error) {
 std::string TlsReasons() {
   std::string reasons;
   for (unsigned long code = ERR_get_error(); code != 0; code = ERR_get_error()) {
-    char text[256];
-    ERR_error_string_n(code, text, sizeof(text));
-    absl::StrAppend(&reasons, reasons.empty() ? "" : "; ", text);
+    std::array<char, 256> text{};
+    ERR_error_string_n(code, text.data(), text.size());
+    absl::StrAppend(&reasons, reasons.empty() ? "" : "; ", text.data());
   }
   return reasons;
 }
