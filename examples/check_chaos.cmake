@@ -9,6 +9,7 @@
 # - node-2.log holds both processes' output, the restart marked;
 # - --node_config passes a setting through to every process's config.
 # Run with -DCLUSTER=<troupe_cluster> -DDIR=<work directory>.
+include("${CMAKE_CURRENT_LIST_DIR}/report_checks.cmake")
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
 set(report "${DIR}/report")
@@ -44,19 +45,9 @@ file(STRINGS "${report}/pairs.csv" rows REGEX "^3,")
 if(NOT rows MATCHES "^3,3->1,[1-9][0-9]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,0,0,0,0,$")
   message(FATAL_ERROR "pairs.csv: pair 3 (3->1) should be clean: '${rows}'")
 endif()
-file(READ "${report}/report.html" html)
-foreach(text "Passed under chaos" "<h2>Faults injected</h2>" "<td class=\"l\">kill</td>"
-             "<td class=\"l\">restart</td>")
-  string(FIND "${html}" "${text}" at)
-  if(at LESS 0)
-    message(FATAL_ERROR "report.html has no '${text}'")
-  endif()
-endforeach()
-file(STRINGS "${report}/report.gp" arrows REGEX "^set arrow from first [0-9.]+, graph 0")
-list(LENGTH arrows count)
-if(NOT count EQUAL 4)  # two faults, in the PNG and the SVG
-  message(FATAL_ERROR "report.gp: want 4 fault markers, got ${count}")
-endif()
+troupe_expect_html("${report}" "Passed under chaos" "<h2>Faults injected</h2>"
+                   "<td class=\"l\">kill</td>" "<td class=\"l\">restart</td>")
+troupe_expect_markers("${report}" 4 "fault")  # two faults
 file(READ "${DIR}/cluster/node-2.log" log)
 if(NOT log MATCHES "chaos: node 2 restarted at")
   message(FATAL_ERROR "node-2.log does not mark the restart")

@@ -12,6 +12,7 @@
 # - the config has etcd's endpoint and no node table; the node that left stopped cleanly; etcd is
 #   gone at the end and so is its data directory.
 # Run with -DCLUSTER=<troupe_cluster> -DDIR=<work directory>.
+include("${CMAKE_CURRENT_LIST_DIR}/report_checks.cmake")
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
 set(report "${DIR}/report")
@@ -58,21 +59,10 @@ foreach(want "1,1->2" "4,${joined}->1")
     message(FATAL_ERROR "pairs.csv: pair ${want} should have events and be clean: '${rows}'")
   endif()
 endforeach()
-file(STRINGS "${report}/pairs.csv" rows REGEX "^[0-9]+,")
-foreach(row IN LISTS rows)
-  if(NOT row MATCHES "^[0-9]+,[0-9]+->[0-9]+,[0-9]+,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,0,0,[0-9]+,[0-9]+,$")
-    message(FATAL_ERROR "pairs.csv: a pair lost events or has a problem: '${row}'")
-  endif()
-endforeach()
-file(READ "${report}/report.html" html)
-foreach(text "<b>Passed" "<h2>Faults and membership changes</h2>"
-             "<td class=\"l\">join</td>" "<td class=\"l\">leave</td>"
-             "node ${joined} joined: first event")
-  string(FIND "${html}" "${text}" at)
-  if(at LESS 0)
-    message(FATAL_ERROR "report.html has no '${text}'")
-  endif()
-endforeach()
+troupe_expect_clean_pairs("${report}")
+troupe_expect_html("${report}" "<b>Passed" "<h2>Faults and membership changes</h2>"
+                   "<td class=\"l\">join</td>" "<td class=\"l\">leave</td>"
+                   "node ${joined} joined: first event")
 
 file(READ "${DIR}/cluster/cluster.conf" config)
 if(NOT config MATCHES "etcd { endpoint: \"http://127\\.0\\.0\\.1:[0-9]+\"" OR config MATCHES "nodes {"

@@ -9,6 +9,7 @@
 # - the report has chaos.csv (roll-leave then roll-ready for nodes 1, 2, 3), report.html says the
 #   run passed through the roll, report.gp marks the six rows, and no pair lost an event.
 # Run with -DCLUSTER=<troupe_cluster> -DNODE=<troupe_node> -DDIR=<work directory>.
+include("${CMAKE_CURRENT_LIST_DIR}/report_checks.cmake")
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
 set(report "${DIR}/report")
@@ -54,28 +55,11 @@ foreach(node 1 2 3)
     math(EXPR index "${index} + 1")
   endforeach()
 endforeach()
-# pair,route,events,events_per_s,mb_per_s,p50_us,p99_us,p999_us,max_us,lost,dup,undelivered,unsure,
-# problem: no pair lost an event or saw a duplicate, none has a problem
-file(STRINGS "${report}/pairs.csv" rows REGEX "^[0-9]+,")
-foreach(row IN LISTS rows)
-  if(NOT row MATCHES "^[0-9]+,[0-9]+->[0-9]+,[0-9]+,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,0,0,[0-9]+,[0-9]+,$")
-    message(FATAL_ERROR "pairs.csv: a pair lost events or has a problem: '${row}'")
-  endif()
-endforeach()
-file(READ "${report}/report.html" html)
-foreach(text "Passed through the rolling restart" "<h2>Rolling restart</h2>"
-             "<td class=\"l\">roll-leave</td>" "<td class=\"l\">roll-ready</td>"
-             "RTT p99 during the roll")
-  string(FIND "${html}" "${text}" at)
-  if(at LESS 0)
-    message(FATAL_ERROR "report.html has no '${text}'")
-  endif()
-endforeach()
-file(STRINGS "${report}/report.gp" arrows REGEX "^set arrow from first [0-9.]+, graph 0")
-list(LENGTH arrows count)
-if(NOT count EQUAL 12)  # six rows, in the PNG and the SVG
-  message(FATAL_ERROR "report.gp: want 12 roll markers, got ${count}")
-endif()
+troupe_expect_clean_pairs("${report}")
+troupe_expect_html("${report}" "Passed through the rolling restart" "<h2>Rolling restart</h2>"
+                   "<td class=\"l\">roll-leave</td>" "<td class=\"l\">roll-ready</td>"
+                   "RTT p99 during the roll")
+troupe_expect_markers("${report}" 12 "roll")  # six rows
 file(READ "${DIR}/cluster/node-2.log" log)
 if(NOT log MATCHES "roll: node 2 restarted at")
   message(FATAL_ERROR "node-2.log does not mark the restart")
