@@ -67,7 +67,16 @@ struct WorkerCounters {
 // Counters of one executor pool, summed over its workers.
 struct PoolCounters {
   std::string name;
+  // Worker threads running now (a temporary one included), and the bounds lending moves the count
+  // between (min_threads, max_threads).
   uint32_t threads = 0;
+  uint32_t min_threads = 0;
+  uint32_t max_threads = 0;
+  // Threads the pool took from the budget or another pool, and gave to them; temporary threads
+  // it got while all its workers were inside long handlers (extra_thread_after_ms).
+  uint64_t threads_borrowed = 0;
+  uint64_t threads_lent = 0;
+  uint64_t temporary_threads = 0;
   // Events handled and mailbox activations (one activation handles up to the event budget).
   uint64_t events = 0;
   uint64_t activations = 0;

@@ -47,6 +47,47 @@ proto::PoolConfig DefaultPool(std::string name, uint32_t threads) {
   return pool;
 }
 
+// Checks a pool's lending fields (min_threads, max_threads, priority, extra_thread_after_ms)
+// against its thread count.
+absl::Status ValidatePoolLending(const proto::PoolConfig& pool, const std::string& field) {
+  const uint32_t threads = pool.has_threads() ? pool.threads() : 1;
+  if (pool.has_min_threads()) {
+    if (absl::Status s =
+            CheckConfigRange(absl::StrCat(field, ".min_threads"), pool.min_threads(), 0, threads);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (pool.has_max_threads()) {
+    if (absl::Status s = CheckConfigRange(absl::StrCat(field, ".max_threads"), pool.max_threads(),
+                                          threads, kMaxThreads);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (pool.has_priority()) {
+    if (absl::Status s =
+            CheckConfigRange(absl::StrCat(field, ".priority"), pool.priority(), 0, 100);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (pool.has_extra_thread_after_ms() && pool.extra_thread_after_ms() != 0) {
+    return CheckConfigRange(absl::StrCat(field, ".extra_thread_after_ms"),
+                            pool.extra_thread_after_ms(), 1, 3'600'000);
+  }
+  return absl::OkStatus();
+}
+
+proto::PoolConfig LendingPool(std::string name, uint32_t threads, uint32_t max_threads,
+                              uint32_t priority) {
+  proto::PoolConfig pool = DefaultPool(std::move(name), threads);
+  pool.set_min_threads(1);
+  pool.set_max_threads(std::max(threads, max_threads));
+  pool.set_priority(priority);
+  return pool;
+}
+
 }  // namespace
 
 absl::Status ConfigFieldError(absl::string_view field, absl::string_view message) {
@@ -157,6 +198,22 @@ absl::Status ValidateConfig(const proto::ActorSystemConfig& config) {
         return s;
       }
     }
+    if (absl::Status s = ValidatePoolLending(pool, field); !s.ok()) {
+      return s;
+    }
+  }
+  if (config.lending().has_budget()) {
+    if (absl::Status s = CheckConfigRange("lending.budget", config.lending().budget(), 1, 4096);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (config.lending().has_period_ms()) {
+    if (absl::Status s =
+            CheckConfigRange("lending.period_ms", config.lending().period_ms(), 1, 10'000);
+        !s.ok()) {
+      return s;
+    }
   }
   if (config.pools_size() > static_cast<int>(ActorId::kMaxPool) + 1) {
     return ConfigFieldError("pools", absl::StrCat("at most ", ActorId::kMaxPool + 1, " pools"));
@@ -220,9 +277,11 @@ proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
   if (full.pools_size() == 0) {
     const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
     *full.add_pools() = DefaultPool("System", 1);
-    *full.add_pools() = DefaultPool("User", cores);
-    *full.add_pools() = DefaultPool("Batch", 1);
+    full.mutable_pools(0)->set_priority(3);
+    *full.add_pools() = LendingPool("User", cores, cores, 1);
+    *full.add_pools() = LendingPool("Batch", 1, cores, 0);
     *full.add_pools() = DefaultPool("IC", 1);
+    full.mutable_pools(3)->set_priority(2);
   }
   for (proto::PoolConfig& pool : *full.mutable_pools()) {
     if (!pool.has_threads()) {
@@ -246,6 +305,18 @@ proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
     if (!pool.has_stuck_threshold_ms()) {
       pool.set_stuck_threshold_ms(1000);
     }
+    if (!pool.has_min_threads()) {
+      pool.set_min_threads(pool.threads());
+    }
+    if (!pool.has_max_threads()) {
+      pool.set_max_threads(pool.threads());
+    }
+    if (!pool.has_priority()) {
+      pool.set_priority(0);
+    }
+    if (!pool.has_extra_thread_after_ms()) {
+      pool.set_extra_thread_after_ms(0);
+    }
   }
   if (full.default_pool().empty()) {
     full.set_default_pool(full.pools(0).name());
@@ -266,6 +337,12 @@ proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
   }
   if (!full.has_max_services()) {
     full.set_max_services(4096);
+  }
+  if (!full.lending().has_budget()) {
+    full.mutable_lending()->set_budget(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (!full.lending().has_period_ms()) {
+    full.mutable_lending()->set_period_ms(10);
   }
   return full;
 }

@@ -68,25 +68,31 @@ void ExecutorPool::Start() {
   // A single worker has nobody to steal its slot, and without the asymmetric barrier nobody may:
   // a permanent "watcher" spares Schedule the look at sleepers_ (WatchRunNext). Before the
   // threads start, which publishes both.
-  if (settings_.threads < 2 || !RegisterAsymmetricBarrier()) {
+  // Threads for the most workers the pool may run (thread lending), the temporary one included;
+  // those above the running count rest until it includes them.
+  const uint32_t capacity = std::max(settings_.threads, settings_.max_threads) +
+                            (settings_.extra_thread_after > absl::ZeroDuration() ? 1 : 0);
+  if (capacity < 2 || !RegisterAsymmetricBarrier()) {
     steal_run_next_.store(false, std::memory_order_relaxed);
     watcher_.store(true, std::memory_order_relaxed);
   }
-  contexts_.reserve(settings_.threads);
-  threads_.reserve(settings_.threads);
+  threads_now_.store(settings_.threads, std::memory_order_relaxed);
+  running_.store(settings_.threads, std::memory_order_relaxed);
+  contexts_.reserve(capacity);
+  threads_.reserve(capacity);
   const int64_t now = SteadyNanos();
-  for (uint32_t i = 0; i < settings_.threads; ++i) {
+  for (uint32_t i = 0; i < capacity; ++i) {
     contexts_.push_back(std::make_unique<WorkerContext>());
     WorkerContext* context = contexts_.back().get();
     context->pool = this;
     context->runtime = runtime_;
     context->index = i;
     context->random_state = NonZeroSeed(settings_.shuffle_seed + i + 1);
-    context->run_next_looks.resize(settings_.threads);
+    context->run_next_looks.resize(capacity);
     context->start_ns = now;
     PublishWorkerMetrics(context);
   }
-  for (uint32_t i = 0; i < settings_.threads; ++i) {
+  for (uint32_t i = 0; i < capacity; ++i) {
     threads_.emplace_back([this, i] { WorkerLoop(contexts_[i].get()); });
   }
 }
@@ -97,6 +103,9 @@ void ExecutorPool::Stop() {
   }
   stopping_.store(true, std::memory_order_seq_cst);
   wake_.release(static_cast<std::ptrdiff_t>(threads_.size()));
+  for (const auto& context : contexts_) {
+    context->resume.release();
+  }
   InterruptPoller();
   for (auto& thread : threads_) {
     thread.join();
@@ -273,26 +282,16 @@ int64_t ExecutorPool::LiveMailboxesInCaches() const {
 
 Mailbox* ExecutorPool::Next(WorkerContext* context) {
   ++context->tick;
-  if (Mailbox* mailbox = context->run_next.load(std::memory_order_relaxed); mailbox != nullptr) {
-    // The owner's side of the run-next handshake (executor_pool.h): our trace's End store came
-    // before; a thief's membarrier, not a fence here, orders it before this load of `stealing`.
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (context->stealing.load(std::memory_order_relaxed)) [[unlikely]] {
-      mailbox = TakeRunNextContended(context);
-    } else {
-      context->run_next.store(nullptr, std::memory_order_relaxed);
+  if (Mailbox* mailbox = TakeRunNext(context); mailbox != nullptr) {
+    if (context->streak < kMaxRunNextStreak ||
+        (queued_.load(std::memory_order_relaxed) <= 0 && context->local.Size() == 0)) {
+      ++context->streak;
+      return mailbox;
     }
-    if (mailbox != nullptr) {
-      if (context->streak < kMaxRunNextStreak ||
-          (queued_.load(std::memory_order_relaxed) <= 0 && context->local.Size() == 0)) {
-        ++context->streak;
-        return mailbox;
-      }
-      // The streak ran out while other work waits: the slot's occupant queues behind it, and the
-      // shared queue goes first (the local queue may hold nothing but that occupant).
-      PushLocal(context, mailbox);
-      context->tick = 0;
-    }
+    // The streak ran out while other work waits: the slot's occupant queues behind it, and the
+    // shared queue goes first (the local queue may hold nothing but that occupant).
+    PushLocal(context, mailbox);
+    context->tick = 0;
   }
   context->streak = 0;
   Mailbox* mailbox = nullptr;
@@ -356,6 +355,10 @@ void ExecutorPool::WorkerLoop(WorkerContext* context) {
     // and Stop must still return after one activation per worker.
     if (stopping_.load(std::memory_order_acquire)) {
       break;
+    }
+    if (context->index >= running_.load(std::memory_order_relaxed)) [[unlikely]] {
+      Rest(context);
+      continue;
     }
     if (Mailbox* mailbox = Next(context); mailbox != nullptr) {
       Run(context, mailbox);

@@ -115,6 +115,19 @@
 // One worker at a time holds the loop (poller_busy_, acquire/release): the loop's own state needs
 // no lock. Detach clears the pointer, then waits for the holder and for producers in Interrupt.
 //
+// Thread lending (proto ThreadLendingConfig; the rule is ThreadLending, thread_lending.h): the pool
+// starts a thread for each worker it may ever run (max_threads, plus one when extra_thread_after
+// is set) and runs those whose index is below running_ (the count the rule chose, plus the
+// temporary worker). A worker at or above it, when it next comes to the top of its loop (after its
+// activation, or when it wakes from a park), rests (Rest): it hands its run-next slot (the owner's
+// take, as in Next) and its local queue to the shared queue in one batch, passes a wake-up on when
+// work is queued (it may have taken a token meant for a running worker), and waits on its own
+// semaphore, idle for the watcher and the busy time. Resize stores the new count (release) and
+// posts the semaphore of each worker it now includes; a post that finds its worker not resting
+// leaves a token that costs one extra look later. Workers read running_ relaxed once per turn: a
+// late look only delays a rest or a start by one activation. Mailboxes never wait on a resting
+// worker: what it held moved before it waits, and its local queue stays empty while it rests.
+//
 // Handler trace: around each handler the worker records the actor, its type and the event in its
 // HandlerTrace (a seqlock: odd sequence = inside a handler); the watchdog reads it to report
 // handlers stuck for longer than the pool's threshold.
@@ -125,6 +138,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -143,6 +157,7 @@
 
 #include "actors/actor_id.h"
 #include "actors/internal/class_stats.h"
+#include "actors/internal/local_run_queue.h"
 #include "actors/internal/mailbox.h"
 #include "actors/internal/mailbox_table.h"
 #include "actors/metrics.h"
@@ -200,79 +215,13 @@ struct PoolSettings {
   // Random ready order (debug aid); the seed makes each pool's choices reproducible on one thread.
   bool shuffle = false;
   uint64_t shuffle_seed = 0;
-};
-
-// Single-producer, multi-consumer bounded FIFO of mailboxes: the owner pushes and pops, other
-// workers steal half. Head and tail grow forever (uint32 wrap-around is harmless: only
-// differences are used).
-class LocalRunQueue {
- public:
-  static constexpr uint32_t kCapacity = 256;
-
-  // Owner only. False when full.
-  bool Push(Mailbox* mailbox) {
-    // acquire: a thief's slot reads (before its head CAS) happen before we overwrite the slot.
-    const uint32_t head = head_.load(std::memory_order_acquire);
-    const uint32_t tail = tail_.load(std::memory_order_relaxed);
-    if (tail - head >= kCapacity) {
-      return false;
-    }
-    slots_[tail % kCapacity].store(mailbox, std::memory_order_relaxed);
-    // release: a thief that sees the new tail sees the slot and the mailbox's contents.
-    tail_.store(tail + 1, std::memory_order_release);
-    return true;
-  }
-  // Owner only.
-  Mailbox* Pop() {
-    uint32_t head = head_.load(std::memory_order_acquire);
-    while (true) {
-      const uint32_t tail = tail_.load(std::memory_order_relaxed);
-      if (tail == head) {
-        return nullptr;
-      }
-      Mailbox* mailbox = slots_[head % kCapacity].load(std::memory_order_relaxed);
-      if (head_.compare_exchange_weak(head, head + 1, std::memory_order_acq_rel)) {
-        return mailbox;
-      }
-    }
-  }
-  // Called by the owner of `thief`, an empty queue (never by this queue's owner): moves up to half
-  // (rounded up) of this queue's mailboxes to `thief` and returns how many.
-  uint32_t StealHalfInto(LocalRunQueue* thief) {
-    const uint32_t thief_tail = thief->tail_.load(std::memory_order_relaxed);
-    while (true) {
-      uint32_t head = head_.load(std::memory_order_acquire);
-      const uint32_t tail = tail_.load(std::memory_order_acquire);
-      uint32_t n = tail - head;
-      n -= n / 2;
-      if (n == 0) {
-        return 0;
-      }
-      if (n > kCapacity / 2) {
-        continue;  // head and tail read at different times; read again
-      }
-      // Copied into the thief's slots beyond its tail, invisible until the tail moves.
-      for (uint32_t i = 0; i < n; ++i) {
-        thief->slots_[(thief_tail + i) % kCapacity].store(
-            slots_[(head + i) % kCapacity].load(std::memory_order_relaxed),
-            std::memory_order_relaxed);
-      }
-      if (head_.compare_exchange_weak(head, head + n, std::memory_order_acq_rel)) {
-        thief->tail_.store(thief_tail + n, std::memory_order_release);
-        return n;
-      }
-    }
-  }
-  // Any thread; seq_cst so that a parking worker's check pairs with the producer's fence.
-  uint32_t Size() const {
-    const uint32_t head = head_.load(std::memory_order_seq_cst);
-    return tail_.load(std::memory_order_seq_cst) - head;
-  }
-
- private:
-  alignas(64) std::atomic<uint32_t> head_{0};
-  alignas(64) std::atomic<uint32_t> tail_{0};
-  std::array<std::atomic<Mailbox*>, kCapacity> slots_{};
+  // Thread lending (file comment): the count may move between these; the priority is the
+  // lending rule's (ThreadLending). A temporary thread comes when every worker has been inside one
+  // handler for extra_thread_after (zero: never).
+  uint32_t min_threads = 1;
+  uint32_t max_threads = 1;
+  uint32_t priority = 0;
+  absl::Duration extra_thread_after = absl::ZeroDuration();
 };
 
 // What a worker is handling, for the watchdog. Written by the worker (seqlock), read by others.
@@ -358,7 +307,18 @@ struct WorkerContext {
   std::atomic<clockid_t> cpu_clock{0};
   std::atomic<bool> cpu_clock_set{false};
   std::atomic<int64_t> exit_cpu_ns{-1};
+  // Where the worker waits while its index is at or above the pool's running count (Rest).
+  std::counting_semaphore<> resume{0};
 };
+
+// Returns the time since `context`'s worker started that it did not spend looking for work
+// (spinning, parked or resting), at steady-clock time `now`; any thread.
+inline int64_t WorkerBusyNanos(const WorkerContext& context, int64_t now) {
+  const int64_t idle_since = context.idle_since_ns.load(std::memory_order_relaxed);
+  const int64_t idle = context.idle_ns.load(std::memory_order_relaxed) +
+                       (idle_since != 0 ? std::max<int64_t>(0, now - idle_since) : 0);
+  return std::max<int64_t>(0, now - context.start_ns - idle);
+}
 
 // Runs `block` (a semaphore or I/O wait) counted as one park of `context`'s worker. The open
 // period is closed before the total grows: a reader in between undercounts for a moment rather
@@ -418,6 +378,23 @@ class ExecutorPool {
   // Makes a mailbox that the caller moved to kScheduled runnable.
   void Schedule(Mailbox* mailbox);
 
+  // -- thread lending (see the file comment) ------------------------------------------------------
+
+  // Sets how many workers run (settings' min_threads to max_threads), not counting a temporary
+  // one. Thread-safe; workers above the count finish their activation, hand what they hold to the
+  // shared queue and rest.
+  void SetThreads(uint32_t threads);
+  // Adds (true) or retires (false) the temporary worker; a no-op when extra_thread_after is zero.
+  void SetTemporary(bool on);
+  // The running count (without the temporary worker), and whether the temporary one runs.
+  uint32_t threads() const { return threads_now_.load(std::memory_order_relaxed); }
+  bool temporary() const { return temporary_.load(std::memory_order_relaxed); }
+  uint64_t threads_borrowed() const { return borrowed_.load(std::memory_order_relaxed); }
+  uint64_t threads_lent() const { return lent_.load(std::memory_order_relaxed); }
+  uint64_t temporary_threads() const { return temporaries_.load(std::memory_order_relaxed); }
+  // Busy nanoseconds of all workers since start (troupe_pool_busy_nanoseconds_total).
+  int64_t BusyNanos() const;
+
   const PoolSettings& settings() const { return settings_; }
   uint32_t index() const { return index_; }
   // Returns the number of mailboxes waiting in the shared queue and the local queues.
@@ -449,6 +426,11 @@ class ExecutorPool {
   void PublishPoolMetrics();
   void PublishWorkerMetrics(const WorkerContext* context);
   void WorkerLoop(WorkerContext* context);
+  // Hands what `context` holds (run-next slot, local queue) to the shared queue and waits until
+  // the running count includes it again or the pool stops (thread lending).
+  void Rest(WorkerContext* context);
+  // Publishes threads_now_ + temporary_ as running_ and resumes the workers it now includes.
+  void Resize() ABSL_EXCLUSIVE_LOCKS_REQUIRED(resize_mu_);
   // Adds `nice` to the calling worker's niceness (settings_.nice), up to Linux's 19.
   void LowerThreadPriority(uint32_t nice) const;
   // Returns the next mailbox for `context` to run, or nullptr when there is none.
@@ -494,6 +476,21 @@ class ExecutorPool {
   Mailbox* StealRunNext(WorkerContext* victim, uint64_t sequence);
   // The owner's side when a thief is in the handshake: waits for its verdict, takes what is left.
   static Mailbox* TakeRunNextContended(WorkerContext* context);
+  // The owner empties its run-next slot between activations and returns what was there.
+  static Mailbox* TakeRunNext(WorkerContext* context) {
+    Mailbox* mailbox = context->run_next.load(std::memory_order_relaxed);
+    if (mailbox == nullptr) {
+      return nullptr;
+    }
+    // The owner's side of the run-next handshake (file comment): our trace's End store came
+    // before; a thief's membarrier, not a fence here, orders it before this load of `stealing`.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (context->stealing.load(std::memory_order_relaxed)) [[unlikely]] {
+      return TakeRunNextContended(context);
+    }
+    context->run_next.store(nullptr, std::memory_order_relaxed);
+    return mailbox;
+  }
   // Looks at the other workers' handler traces at `now` (recording what changed) and returns one
   // whose run-next slot is full and whose trace has not moved for kRunNextHoldNs, or nullptr.
   WorkerContext* HeldRunNext(WorkerContext* context, int64_t now);
@@ -567,6 +564,16 @@ class ExecutorPool {
   std::counting_semaphore<> wake_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> stuck_reports_{0};
+  // Thread lending: workers with an index at or above running_ rest (Rest). Written under
+  // resize_mu_; workers read running_ relaxed between activations (a late look only delays a
+  // worker's rest or start by one activation; the semaphore orders the start).
+  troupe::Mutex resize_mu_;
+  alignas(64) std::atomic<uint32_t> running_{0};
+  std::atomic<uint32_t> threads_now_{0};
+  std::atomic<bool> temporary_{false};
+  std::atomic<uint64_t> borrowed_{0};
+  std::atomic<uint64_t> lent_{0};
+  std::atomic<uint64_t> temporaries_{0};
   // The attached IoPoller, whether a worker holds it, whether that worker waits in it, and the
   // producers inside InterruptPoller (Detach waits for them).
   std::atomic<IoPoller*> poller_{nullptr};

@@ -45,9 +45,31 @@ using PoolMetric = MetricRow<ExecutorPool, PoolCounters>;
 using WorkerMetric = MetricRow<WorkerContext, PoolCounters>;
 
 inline constexpr auto kPoolMetrics = std::to_array<PoolMetric>({
-    {"troupe_pool_threads", MetricType::kGauge, "Worker threads of the pool.",
-     [](const ExecutorPool& pool) { return int64_t{pool.settings().threads}; },
+    {"troupe_pool_threads", MetricType::kGauge,
+     "Worker threads the pool runs now (threads move between pools by load; a temporary one "
+     "included).",
+     [](const ExecutorPool& pool) { return int64_t{pool.threads()} + (pool.temporary() ? 1 : 0); },
      SetField<&PoolCounters::threads>},
+    {"troupe_pool_threads_min", MetricType::kGauge,
+     "Fewest threads the pool runs when it lends threads (min_threads).",
+     [](const ExecutorPool& pool) { return int64_t{pool.settings().min_threads}; },
+     SetField<&PoolCounters::min_threads>},
+    {"troupe_pool_threads_max", MetricType::kGauge,
+     "Most threads the pool runs when it borrows threads (max_threads).",
+     [](const ExecutorPool& pool) { return int64_t{pool.settings().max_threads}; },
+     SetField<&PoolCounters::max_threads>},
+    {"troupe_pool_threads_borrowed_total", MetricType::kCounter,
+     "Threads the pool took from the budget or another pool.",
+     [](const ExecutorPool& pool) { return static_cast<int64_t>(pool.threads_borrowed()); },
+     SetField<&PoolCounters::threads_borrowed>},
+    {"troupe_pool_threads_lent_total", MetricType::kCounter,
+     "Threads the pool gave to the budget or another pool.",
+     [](const ExecutorPool& pool) { return static_cast<int64_t>(pool.threads_lent()); },
+     SetField<&PoolCounters::threads_lent>},
+    {"troupe_pool_temporary_threads_total", MetricType::kCounter,
+     "Temporary threads the pool got while all its workers were inside long handlers.",
+     [](const ExecutorPool& pool) { return static_cast<int64_t>(pool.temporary_threads()); },
+     SetField<&PoolCounters::temporary_threads>},
     {"troupe_pool_queue_length", MetricType::kGauge,
      "Ready mailboxes waiting (shared queue plus the workers' local queues).",
      [](const ExecutorPool& pool) { return pool.QueueLength(); },
@@ -88,13 +110,7 @@ inline constexpr auto kWorkerMetrics = std::to_array<WorkerMetric>({
      LoadRelaxed<&WorkerContext::parks>, AddToField<&PoolCounters::parks>},
     {"troupe_pool_busy_nanoseconds_total", MetricType::kCounter,
      "Time since start not spent looking for work (spinning or parked).",
-     [](const WorkerContext& context) {
-       const int64_t now = SteadyNanos();
-       const int64_t idle_since = context.idle_since_ns.load(std::memory_order_relaxed);
-       const int64_t idle = context.idle_ns.load(std::memory_order_relaxed) +
-                            (idle_since != 0 ? std::max<int64_t>(0, now - idle_since) : 0);
-       return std::max<int64_t>(0, now - context.start_ns - idle);
-     },
+     [](const WorkerContext& context) { return WorkerBusyNanos(context, SteadyNanos()); },
      AddToField<&PoolCounters::busy_time>},
     {"troupe_pool_parked_nanoseconds_total", MetricType::kCounter, "Time parked.",
      [](const WorkerContext& context) {

@@ -62,14 +62,6 @@ LogLevel LevelNamed(const std::string& text) {
   return level;
 }
 
-// The watchdog's view of one worker.
-struct WorkerWatch {
-  // The handler sequence last seen (odd: inside a handler) and since when.
-  uint64_t sequence = 0;
-  absl::Time since;
-  bool reported = false;
-};
-
 // The config's enum and the public one share their numbers.
 static_assert(static_cast<int>(MailboxKind::kLockFree) == proto::MAILBOX_KIND_LOCK_FREE);
 static_assert(static_cast<int>(MailboxKind::kSimple) == proto::MAILBOX_KIND_SIMPLE);
@@ -108,6 +100,11 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
     settings.nice = pool.nice();
     settings.shuffle = shuffle_seed.has_value();
     settings.shuffle_seed = shuffle_seed.value_or(0) + static_cast<uint64_t>(i) * 0x10001;
+    settings.min_threads = pool.min_threads();
+    settings.max_threads = pool.max_threads();
+    settings.priority = pool.priority();
+    settings.extra_thread_after =
+        absl::Milliseconds(static_cast<int64_t>(pool.extra_thread_after_ms()));
     pools_.push_back(std::make_unique<ExecutorPool>(this, static_cast<uint32_t>(i), settings));
     pool_mailbox_.push_back(pool.default_mailbox() == proto::MAILBOX_KIND_UNSPECIFIED
                                 ? MailboxKind::kLockFree
@@ -115,6 +112,16 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
     if (pool.name() == config_.default_pool()) {
       default_pool_ = static_cast<uint32_t>(i);
     }
+  }
+  std::vector<LendingLimits> limits;
+  for (const auto& pool : pools_) {
+    const PoolSettings& settings = pool->settings();
+    limits.push_back({settings.name, settings.threads, settings.min_threads, settings.max_threads,
+                      settings.priority});
+  }
+  if (auto lending = std::make_unique<ThreadLending>(std::move(limits), config_.lending().budget());
+      lending->enabled() && driver == nullptr) {
+    lending_ = std::move(lending);
   }
   scheduler_ = std::make_unique<Scheduler>(
       this, absl::Microseconds(static_cast<int64_t>(config_.scheduler().resolution_us())));
@@ -146,9 +153,12 @@ void Runtime::Start() {
   scheduler_->Start();
   // The watchdog also hands a blocked worker's local queue to idle workers, which matters in any
   // pool of two or more threads, even with stuck reports off.
-  const bool watched = std::any_of(pools_.begin(), pools_.end(), [](const auto& pool) {
-    return pool->settings().stuck_threshold > absl::ZeroDuration() || pool->settings().threads > 1;
-  });
+  const bool watched =
+      lending_ != nullptr || std::any_of(pools_.begin(), pools_.end(), [](const auto& pool) {
+        return pool->settings().stuck_threshold > absl::ZeroDuration() ||
+               pool->settings().threads > 1 ||
+               pool->settings().extra_thread_after > absl::ZeroDuration();
+      });
   if (watched) {
     watchdog_ = std::thread([this] {
       const LogBinding binding(&log_context_);
@@ -537,89 +547,6 @@ void Runtime::Destroy(Mailbox* mailbox, Actor* actor) {
     // Events still queued reach Dispatch, find no actor and are reported undelivered; the mailbox
     // stays kScheduled until this worker lets it go, so Allocate cannot reuse it before that.
     mailboxes_.Free(hint, WorkerHints());
-  }
-}
-
-void Runtime::WatchdogLoop() {
-  pthread_setname_np(pthread_self(), "watchdog");
-  absl::Duration shortest = absl::Milliseconds(40);  // ticks of 10 ms when nothing is reported
-  for (const auto& pool : pools_) {
-    if (pool->settings().stuck_threshold > absl::ZeroDuration()) {
-      shortest = std::min(shortest, pool->settings().stuck_threshold);
-    }
-  }
-  // Ticks come every 1-10 ms while handlers run (a stuck worker's local queue is handed out that
-  // soon) and back off to 100 ms while the node is idle.
-  const absl::Duration busy_tick =
-      std::clamp(shortest / 4, absl::Milliseconds(1), absl::Milliseconds(10));
-  const absl::Duration idle_tick = std::max(busy_tick, absl::Milliseconds(100));
-  absl::Duration tick = busy_tick;
-  std::vector<std::vector<WorkerWatch>> watches(pools_.size());
-  std::vector<bool> starved(pools_.size(), false);
-  for (size_t p = 0; p < pools_.size(); ++p) {
-    watches[p].resize(pools_[p]->worker_count());
-  }
-  troupe::MutexLock lock(&watchdog_mu_);
-  while (!watchdog_mu_.AwaitWithDeadline(absl::Condition(&watchdog_stop_), absl::Now() + tick)) {
-    const absl::Time now = absl::Now();
-    bool busy = false;
-    for (size_t p = 0; p < pools_.size(); ++p) {
-      ExecutorPool& pool = *pools_[p];
-      const absl::Duration threshold = pool.settings().stuck_threshold;
-      uint32_t stuck = 0;
-      for (uint32_t w = 0; w < pool.worker_count(); ++w) {
-        WorkerWatch& watch = watches[p][w];
-        const HandlerTrace& trace = pool.trace(w);
-        // acquire: pairs with the release in HandlerTrace::Begin.
-        const uint64_t sequence = trace.sequence.load(std::memory_order_acquire);
-        busy = busy || sequence != watch.sequence || (sequence & 1) != 0;
-        if (sequence != watch.sequence || (sequence & 1) == 0) {
-          if (watch.reported) {
-            TROUPE_LOG(kWarn, kActors)
-                << "pool " << pool.settings().name << " worker " << w
-                << ": the stuck handler returned after at least "
-                << absl::FormatDuration(absl::Trunc(now - watch.since, absl::Milliseconds(1)));
-          }
-          watch = WorkerWatch{sequence, now, false};
-          continue;
-        }
-        // In the same handler for a whole tick: what it queued locally or holds in its run-next
-        // slot goes to idle workers.
-        pool.Kick(w);
-        if (threshold <= absl::ZeroDuration() || now - watch.since < threshold) {
-          continue;
-        }
-        ++stuck;
-        if (watch.reported) {
-          continue;
-        }
-        const ActorId actor = trace.actor();
-        const uint32_t type = trace.event_type.load(std::memory_order_relaxed);
-        const std::type_info* actor_type = trace.actor_type.load(std::memory_order_relaxed);
-        // Seqlock: the fields belong to this handler only if the sequence did not move.
-        std::atomic_thread_fence(std::memory_order_acquire);
-        if (trace.sequence.load(std::memory_order_relaxed) != sequence) {
-          continue;
-        }
-        watch.reported = true;
-        pool.CountStuckReport();
-        TROUPE_LOG(kWarn, kActors) << absl::StrFormat(
-            "stuck actor %s (%s) has been handling event %s (0x%08x) for at least %s on pool %s "
-            "worker %u",
-            actor.ToString(), TypeName(actor_type), EventTypeName(type), type,
-            absl::FormatDuration(absl::Trunc(now - watch.since, absl::Milliseconds(1))),
-            pool.settings().name, w);
-      }
-      const bool all_stuck = stuck > 0 && stuck == pool.worker_count();
-      if (all_stuck && !starved[p]) {
-        TROUPE_LOG(kError, kActors)
-            << "pool " << pool.settings().name << " is starved: all " << pool.worker_count()
-            << " workers have been inside handlers for more than "
-            << absl::FormatDuration(threshold) << "; its other actors wait";
-      }
-      starved[p] = all_stuck;
-    }
-    tick = busy ? busy_tick : std::min(tick * 2, idle_tick);
   }
 }
 

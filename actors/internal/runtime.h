@@ -39,6 +39,7 @@
 #include "actors/internal/mailbox_table.h"
 #include "actors/internal/scheduler.h"
 #include "actors/internal/service_table.h"
+#include "actors/internal/thread_lending.h"
 #include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
@@ -174,6 +175,8 @@ class Runtime {
   }
   size_t pool_count() const { return pools_.size(); }
   const ExecutorPool& pool(size_t index) const { return *pools_[index]; }
+  // For tests that move threads by hand (ExecutorPool::SetThreads).
+  ExecutorPool& pool(size_t index) { return *pools_[index]; }
   absl::StatusOr<uint32_t> PoolIndex(std::string_view name) const;
   uint64_t dropped_events() const {
     uint64_t dropped = 0;
@@ -241,6 +244,13 @@ class Runtime {
   // Reports handlers stuck past their pool's threshold; wakes workers to take work a stuck worker
   // holds. Runs on its own thread when a pool has a threshold or more than one worker.
   void WatchdogLoop();
+  // Thread lending (thread_lending.h), run by the watchdog once per lending.period_ms: samples
+  // each pool's busy time and ready queue since the last call, applies the rule's moves to the
+  // pools and logs each at debug with its figures.
+  void LendThreads();
+  // Adds `pool`'s temporary worker when `all_long` (every running worker has been inside one
+  // handler for its extra_thread_after), retires it otherwise; logs once per episode.
+  void UpdateTemporaryThread(ExecutorPool& pool, bool all_long, absl::Duration longest);
   void FreeAllQueued();
   // Publishes dropped events, failed actors, live mailboxes and pending timers.
   void PublishNodeMetrics();
@@ -268,6 +278,11 @@ class Runtime {
   troupe::Mutex watchdog_mu_;
   bool watchdog_stop_ ABSL_GUARDED_BY(watchdog_mu_) = false;
   std::thread watchdog_;
+  // The lending rule and what it last sampled (busy nanoseconds per pool, when); the watchdog
+  // thread's only. Null when no pool may change its count.
+  std::unique_ptr<ThreadLending> lending_;
+  std::vector<int64_t> lending_busy_ns_;
+  int64_t lending_at_ns_ = 0;
   // Starts at the wall clock in nanoseconds, so ids of a restarted node do not collide with the
   // old incarnation's (that would need more than one registration per nanosecond). A driver
   // chooses the start instead.

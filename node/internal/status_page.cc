@@ -105,8 +105,8 @@ std::string StatusPage(ActorSystem& system, int refresh_seconds) {
               Count(counters.dropped_events), Count(counters.failed_actors)});
   absl::StrAppend(&html, "</table>\n<h2>Pools</h2>\n<table>\n");
   Row(&html,
-      {"pool", "threads", "events", "activations", "busy", "ready queue", "steals", "preemptions",
-       "stuck reports"},
+      {"pool", "threads", "range", "borrowed", "lent", "temporary", "events", "activations", "busy",
+       "ready queue", "steals", "preemptions", "stuck reports"},
       true);
   std::vector<PoolCounters> pools = counters.pools;
   std::sort(pools.begin(), pools.end(),
@@ -115,9 +115,12 @@ std::string StatusPage(ActorSystem& system, int refresh_seconds) {
     const absl::Duration awake = pool.busy_time + pool.parked_time;
     const double share =
         awake > absl::ZeroDuration() ? 100.0 * absl::FDivDuration(pool.busy_time, awake) : 0.0;
-    Row(&html, {pool.name, Count(pool.threads), Count(pool.events), Count(pool.activations),
-                absl::StrFormat("%.1f%%", share), Count(pool.queue_length), Count(pool.steals),
-                Count(pool.budget_preemptions), Count(pool.stuck_reports)});
+    Row(&html,
+        {pool.name, Count(pool.threads), absl::StrCat(pool.min_threads, "..", pool.max_threads),
+         Count(pool.threads_borrowed), Count(pool.threads_lent), Count(pool.temporary_threads),
+         Count(pool.events), Count(pool.activations), absl::StrFormat("%.1f%%", share),
+         Count(pool.queue_length), Count(pool.steals), Count(pool.budget_preemptions),
+         Count(pool.stuck_reports)});
   }
   absl::StrAppend(&html, "</table>\n");
   AppendBusiestClasses(counters.classes, &html);

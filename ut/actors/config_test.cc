@@ -72,6 +72,23 @@ TEST(ConfigTest, RejectsOtherPoolFieldsOutOfRange) {
   ExpectParseFieldError(R"(pools { name: "A" nice: 20 })", "pools[0].nice");
 }
 
+TEST(ConfigTest, RejectsLendingFieldsOutOfRangeNamingTheField) {
+  ExpectParseFieldError(R"(pools { name: "A" threads: 2 min_threads: 3 })", "pools[0].min_threads");
+  ExpectParseFieldError(R"(pools { name: "A" } pools { name: "B" threads: 2 max_threads: 1 })",
+                        "pools[1].max_threads");
+  ExpectParseFieldError(R"(pools { name: "A" max_threads: 257 })", "pools[0].max_threads");
+  ExpectParseFieldError(R"(pools { name: "A" priority: 101 })", "pools[0].priority");
+  ExpectParseFieldError(R"(pools { name: "A" extra_thread_after_ms: 3600001 })",
+                        "pools[0].extra_thread_after_ms");
+  ExpectParseFieldError(R"(lending { budget: 0 })", "lending.budget");
+  ExpectParseFieldError(R"(lending { period_ms: 0 })", "lending.period_ms");
+  ExpectParseFieldError(R"(lending { period_ms: 10001 })", "lending.period_ms");
+  EXPECT_TRUE(ParseConfig(R"(lending { budget: 4 period_ms: 5 }
+                             pools { name: "A" threads: 2 min_threads: 0 max_threads: 4
+                                     priority: 7 extra_thread_after_ms: 100 })")
+                  .ok());
+}
+
 TEST(ConfigTest, ReadsFairModeAndStuckThreshold) {
   const absl::StatusOr<proto::ActorSystemConfig> config = ParseConfig(
       R"(pools { name: "A" fair: true stuck_threshold_ms: 250 }
@@ -260,7 +277,26 @@ TEST(ConfigTest, WithDefaultsFillsStandardPools) {
   EXPECT_EQ(full.node_id(), 1u);
   EXPECT_EQ(full.scheduler().resolution_us(), 1000u);
   EXPECT_EQ(full.log().level(), "info");
+  EXPECT_GE(full.lending().budget(), 1u);
+  EXPECT_EQ(full.lending().period_ms(), 10u);
+  // User and Batch lend each other threads, up to the cores; System and IC keep theirs.
+  const uint32_t cores = full.pools(1).threads();
+  EXPECT_EQ(full.pools(1).min_threads(), 1u);
+  EXPECT_EQ(full.pools(1).max_threads(), cores);
+  EXPECT_EQ(full.pools(2).min_threads(), 1u);
+  EXPECT_EQ(full.pools(2).max_threads(), cores);
+  EXPECT_EQ(full.pools(0).max_threads(), 1u);
+  EXPECT_EQ(full.pools(3).max_threads(), 1u);
+  EXPECT_GT(full.pools(0).priority(), full.pools(1).priority());
+  EXPECT_GT(full.pools(1).priority(), full.pools(2).priority());
   EXPECT_TRUE(ValidateConfig(full).ok());
+  // A listed pool keeps its count unless given a range.
+  proto::ActorSystemConfig listed;
+  listed.add_pools()->set_name("Only");
+  listed.mutable_pools(0)->set_threads(3);
+  const proto::ActorSystemConfig filled = WithDefaults(listed);
+  EXPECT_EQ(filled.pools(0).min_threads(), 3u);
+  EXPECT_EQ(filled.pools(0).max_threads(), 3u);
   // Without a pool called User, the first pool is the default.
   proto::ActorSystemConfig custom;
   custom.add_pools()->set_name("First");

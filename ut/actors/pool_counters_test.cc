@@ -124,6 +124,13 @@ TEST(PoolCountersTest, EachFieldReadsItsMetricFromTheRegistry) {
   };
   const std::vector<Field> fields = {
       {"troupe_pool_threads", false, [](const PoolCounters& c) { return int64_t{c.threads}; }},
+      {"troupe_pool_threads_min", false,
+       [](const PoolCounters& c) { return int64_t{c.min_threads}; }},
+      {"troupe_pool_threads_max", false,
+       [](const PoolCounters& c) { return int64_t{c.max_threads}; }},
+      {"troupe_pool_threads_borrowed_total", false, count_of(&PoolCounters::threads_borrowed)},
+      {"troupe_pool_threads_lent_total", false, count_of(&PoolCounters::threads_lent)},
+      {"troupe_pool_temporary_threads_total", false, count_of(&PoolCounters::temporary_threads)},
       {"troupe_pool_queue_length", false, [](const PoolCounters& c) { return c.queue_length; }},
       {"troupe_pool_handlers_running", false,
        [](const PoolCounters& c) { return c.handlers_running; }},

@@ -357,7 +357,20 @@ TEST(MonitoringTest, TheStatusPageShowsPoolsPeersAndEscapedWarnings) {
   alone.mutable_monitoring()->set_port(0);
   std::unique_ptr<Node> five = StartNode(alone);
   ASSERT_NE(five, nullptr);
-  EXPECT_NE(Get(five->monitoring()->url(), "/").body.find("No interconnect"), std::string::npos);
+  const std::string body = Get(five->monitoring()->url(), "/").body;
+  EXPECT_NE(body.find("No interconnect"), std::string::npos);
+  // The default pools lend threads: each pool's count, range and moves.
+  EXPECT_NE(body.find("<th>threads</th><th>range</th><th>borrowed</th><th>lent</th>"
+                      "<th>temporary</th>"),
+            std::string::npos)
+      << body;
+  const uint32_t cores = std::max(1U, std::thread::hardware_concurrency());
+  EXPECT_NE(body.find(absl::StrCat("<td>User</td><td>", cores, "</td><td>1..", cores, "</td>")),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("<td>System</td><td>1</td><td>1..1</td><td>0</td><td>0</td><td>0</td>"),
+            std::string::npos)
+      << body;
 }
 
 TEST(MonitoringTest, APortInUseFailsTheNodeStartNamingTheAddress) {
