@@ -64,6 +64,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -212,6 +213,15 @@ std::unique_ptr<troupe::ActorSystem> MakeSystem(benchmark::State& state, int64_t
     troupe::proto::PoolConfig* pool = config.add_pools();
     pool->set_name(name);
     pool->set_threads(std::string_view(name) == "User" ? static_cast<uint32_t>(workers) : 1);
+    // TROUPE_BENCH_LENDING=1: User and Batch lend each other threads, as in the default config
+    // (lending_bench.cc compares the two).
+    if (const char* lending = std::getenv("TROUPE_BENCH_LENDING");
+        lending != nullptr && std::string_view(lending) == "1" &&
+        (std::string_view(name) == "User" || std::string_view(name) == "Batch")) {
+      pool->set_min_threads(1);
+      pool->set_max_threads(static_cast<uint32_t>(std::max<int64_t>(workers, DefaultWorkers())));
+      pool->set_priority(std::string_view(name) == "User" ? 1 : 0);
+    }
   }
   config.set_default_pool("User");
   absl::StatusOr<std::unique_ptr<troupe::ActorSystem>> system = troupe::ActorSystem::Create(config);
