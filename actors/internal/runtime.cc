@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/internal/runtime.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
@@ -10,7 +8,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 
 #include "actors/check.h"

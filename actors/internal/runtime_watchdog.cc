@@ -3,9 +3,12 @@
 // The runtime's watchdog thread: stuck handlers and starved pools, handing a blocked worker's
 // queued work to idle workers, temporary threads for pools whose workers are all inside long
 // handlers, and thread lending between pools (thread_lending.h).
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <typeinfo>
 #include <vector>
 

@@ -78,6 +78,15 @@ class SelfKicker : public Actor {
   const std::atomic<bool>* stop_;
 };
 
+// Starts `count` SelfKickers on `pool`, each handling events of `work` until `stop`.
+void StartKickers(ActorSystem& system, uint32_t pool, int count, absl::Duration work,
+                  const std::atomic<bool>* stop) {
+  for (int i = 0; i < count; ++i) {
+    const ActorId kicker = system.Register(std::make_unique<SelfKicker>(work, stop), OnPool(pool));
+    system.Send(kicker, std::make_unique<EvKick>());
+  }
+}
+
 // Blocks its worker on the first EvKick until `release` is notified (bounded by WaitTimeout).
 class HandlerBlocker : public Actor {
  public:
@@ -171,11 +180,7 @@ TEST(PoolLendingTest, ANodeStoppedWhileThreadsAreLentEndsCleanly) {
     uint32_t user = 0;
     std::unique_ptr<ActorSystem> system = MakeNodeWithPool(config, "User", &user);
     ASSERT_NE(system, nullptr);
-    for (int i = 0; i < 4; ++i) {
-      const ActorId spinner = system->Register(
-          std::make_unique<SelfKicker>(absl::Microseconds(50), &stop), OnPool(user));
-      system->Send(spinner, std::make_unique<EvKick>());
-    }
+    StartKickers(*system, user, 4, absl::Microseconds(50), &stop);
     internal::Runtime* runtime = internal::RuntimeOf(*system);
     runtime->pool(1 - user).SetThreads(1);
     runtime->pool(user).SetThreads(3);
@@ -197,11 +202,7 @@ TEST(PoolLendingTest, ASaturatedPoolBorrowsAnIdlePoolsThreadAndGivesItBack) {
   std::unique_ptr<ActorSystem> system = MakeNodeWithPool(config, "User", &user);
   ASSERT_NE(system, nullptr);
   const uint32_t batch = 1 - user;
-  for (int i = 0; i < 4; ++i) {
-    const ActorId spinner =
-        system->Register(std::make_unique<SelfKicker>(absl::Milliseconds(1), &stop), OnPool(user));
-    system->Send(spinner, std::make_unique<EvKick>());
-  }
+  StartKickers(*system, user, 4, absl::Milliseconds(1), &stop);
   EXPECT_TRUE(WaitUntil([&] {
     return CountersOf(*system, user).threads == 2 && CountersOf(*system, batch).threads == 1;
   })) << DescribeCounters(*system);
@@ -232,11 +233,7 @@ TEST(PoolLendingTest, APoolThatLentItsLastThreadStillRunsWhatItIsSent) {
   std::unique_ptr<ActorSystem> system = MakeNodeWithPool(config, "User", &user);
   ASSERT_NE(system, nullptr);
   const uint32_t other = 1 - user;
-  for (int i = 0; i < 4; ++i) {
-    const ActorId kicker =
-        system->Register(std::make_unique<SelfKicker>(absl::Milliseconds(1), &stop), OnPool(user));
-    system->Send(kicker, std::make_unique<EvKick>());
-  }
+  StartKickers(*system, user, 4, absl::Milliseconds(1), &stop);
   ASSERT_TRUE(WaitUntil([&] { return CountersOf(*system, other).threads == 0; }))
       << DescribeCounters(*system);
   // User, of higher priority, is still saturated; Background's event brings its thread back.
