@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -18,6 +19,7 @@
 #include "actors/actor_system.h"
 #include "actors/internal/executor_pool.h"
 #include "actors/internal/runtime.h"
+#include "actors/log.h"
 #include "actors/sync.h"
 #include "ut/actors/scheduling_util.h"
 #include "ut/actors/test_util.h"
@@ -30,6 +32,7 @@ using testutil::BusyFor;
 using testutil::DescribeCounters;
 using testutil::EvKick;
 using testutil::EvValue;
+using testutil::LineWithAll;
 using testutil::MakeNodeWithPool;
 using testutil::OnPool;
 using testutil::Pair;
@@ -196,7 +199,9 @@ TEST(PoolLendingTest, ASaturatedPoolBorrowsAnIdlePoolsThreadAndGivesItBack) {
   AddLendingPool(&config, "Batch", 2, 2);
   config.mutable_lending()->set_budget(3);
   config.mutable_lending()->set_period_ms(5);
-  // Before the node: its actors may read it until the node stops.
+  config.mutable_log()->set_level("debug");
+  // Before the node: its threads write to it, and its actors read `stop`, until the node stops.
+  CapturingLogSink sink;
   std::atomic<bool> stop{false};
   uint32_t user = 0;
   std::unique_ptr<ActorSystem> system = MakeNodeWithPool(config, "User", &user);
@@ -211,12 +216,22 @@ TEST(PoolLendingTest, ASaturatedPoolBorrowsAnIdlePoolsThreadAndGivesItBack) {
   EXPECT_EQ(loaded.max_threads, 2u);
   EXPECT_GE(loaded.threads_borrowed, 1u);
   EXPECT_GE(CountersOf(*system, batch).threads_lent, 1u);
+  // Each move is logged at debug with the figures that drove it (just after it is made).
+  EXPECT_TRUE(WaitUntil([&] {
+    return !LineWithAll(sink, {"thread lending: Batch -> User: backed up (User: busy",
+                               "of 1 threads, queue", "from idle Batch: busy"})
+                .empty();
+  })) << absl::StrJoin(sink.LinesWith("thread lending"), "\n");
   stop.store(true, std::memory_order_relaxed);
   // Idle again: User gives the thread back and Batch runs its configured two.
   EXPECT_TRUE(WaitUntil([&] {
     return CountersOf(*system, user).threads == 1 && CountersOf(*system, batch).threads == 2;
   })) << DescribeCounters(*system);
   EXPECT_GE(CountersOf(*system, user).threads_lent, 1u);
+  EXPECT_TRUE(WaitUntil([&] {
+    return !LineWithAll(sink, {"thread lending: User -> budget: gives one back"}).empty() &&
+           !LineWithAll(sink, {"thread lending: budget -> Batch: takes back"}).empty();
+  })) << absl::StrJoin(sink.LinesWith("thread lending"), "\n");
 }
 
 TEST(PoolLendingTest, APoolThatLentItsLastThreadStillRunsWhatItIsSent) {
@@ -256,6 +271,7 @@ TEST(PoolLendingTest, APoolWhoseWorkersAreAllInLongHandlersGetsOneTemporaryThrea
     troupe::Notification handled;
   };
   std::vector<std::unique_ptr<Episode>> episodes;
+  CapturingLogSink sink;
   uint32_t pool = 0;
   std::unique_ptr<ActorSystem> system = MakeNodeWithPool(config, "Slow", &pool);
   ASSERT_NE(system, nullptr);
@@ -283,6 +299,13 @@ TEST(PoolLendingTest, APoolWhoseWorkersAreAllInLongHandlersGetsOneTemporaryThrea
         << DescribeCounters(*system);
     counters = CountersOf(*system, pool);
     EXPECT_EQ(counters.temporary_threads, episode);
+    // Reported once per episode, and its end too.
+    EXPECT_TRUE(WaitUntil([&] {
+      return sink.LinesWith("pool Slow: all 1 workers have been inside handlers").size() == episode;
+    })) << absl::StrJoin(sink.Lines(), "\n");
+    EXPECT_TRUE(WaitUntil([&] {
+      return sink.LinesWith("pool Slow: a long handler returned").size() == episode;
+    })) << absl::StrJoin(sink.Lines(), "\n");
   }
 }
 
