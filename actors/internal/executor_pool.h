@@ -126,7 +126,10 @@
 // posts the semaphore of each worker it now includes; a post that finds its worker not resting
 // leaves a token that costs one extra look later. Workers read running_ relaxed once per turn: a
 // late look only delays a rest or a start by one activation. Mailboxes never wait on a resting
-// worker: what it held moved before it waits, and its local queue stays empty while it rests.
+// worker: what it held moved before it waits, and its local queue stays empty while it rests. Nor
+// does the I/O loop: a worker that leaves it to rest does not come back to it as an idle one would,
+// so it wakes a parked worker to take it (KeepPollerWatched), which the watchdog repeats each tick
+// for a worker that was registering as a sleeper at that moment.
 //
 // Handler trace: around each handler the worker records the actor, its type and the event in its
 // HandlerTrace (a seqlock: odd sequence = inside a handler); the watchdog reads it to report
@@ -394,6 +397,11 @@ class ExecutorPool {
   uint64_t temporary_threads() const { return temporaries_.load(std::memory_order_relaxed); }
   // Busy nanoseconds of all workers since start (troupe_pool_busy_nanoseconds_total).
   int64_t BusyNanos() const;
+  // In a pool whose count may change: wakes a worker parked on the semaphore when the pool's I/O
+  // loop is attached and nobody holds it (its last holder went to rest), so that one waits in it
+  // again. Called when a worker rests and on every watchdog tick (which closes the race with a
+  // worker that was just registering as a sleeper).
+  void KeepPollerWatched();
 
   const PoolSettings& settings() const { return settings_; }
   uint32_t index() const { return index_; }

@@ -37,9 +37,11 @@ void ExecutorPool::Rest(WorkerContext* context) {
   // Idle while resting: not busy for the run-next watcher (AnyOtherBusy) nor in the busy time.
   context->idle_since_ns.store(rest_start, std::memory_order_relaxed);
   // A wake-up that reached this worker (it was parked when the count dropped) or the work it
-  // handed off belongs to a running worker now.
+  // handed off belongs to a running worker now, and so does the I/O loop if it held it last.
   if (HasWork(context)) {
     WakeOne();
+  } else {
+    KeepPollerWatched();
   }
   Parked(context, [this, context] {
     // acquire: pairs with Resize's release store; the semaphore orders it before our wake-up.
@@ -90,6 +92,19 @@ void ExecutorPool::Resize() {
   running_.store(after, std::memory_order_release);
   for (uint32_t i = before; i < after; ++i) {
     contexts_[i]->resume.release();
+  }
+}
+
+void ExecutorPool::KeepPollerWatched() {
+  if (settings_.min_threads == settings_.threads && settings_.max_threads <= settings_.threads &&
+      settings_.extra_thread_after <= absl::ZeroDuration()) {
+    return;  // a fixed count: the worker that leaves the loop comes back to it (Idle)
+  }
+  // Relaxed: a stale look costs one wake-up or waits for the next watchdog tick.
+  if (poller_.load(std::memory_order_relaxed) != nullptr &&
+      !poller_busy_.load(std::memory_order_relaxed) &&
+      sleepers_.load(std::memory_order_relaxed) > 0) {
+    WakeOne();
   }
 }
 

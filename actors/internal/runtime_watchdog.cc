@@ -69,6 +69,7 @@ void Runtime::WatchdogLoop() {
       const absl::Duration threshold = pool.settings().stuck_threshold;
       const absl::Duration extra_after = pool.settings().extra_thread_after;
       const uint32_t running = pool.threads();
+      pool.KeepPollerWatched();
       // A pool that lent its last thread and has work waits for the next lending period.
       busy = busy || (running == 0 && pool.QueueLength() > 0);
       uint32_t stuck = 0;

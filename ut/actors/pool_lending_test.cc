@@ -20,7 +20,9 @@
 #include "actors/internal/executor_pool.h"
 #include "actors/internal/runtime.h"
 #include "actors/log.h"
+#include "actors/node_hooks.h"
 #include "actors/sync.h"
+#include "ut/actors/fake_poller.h"
 #include "ut/actors/scheduling_util.h"
 #include "ut/actors/test_util.h"
 
@@ -32,6 +34,7 @@ using testutil::BusyFor;
 using testutil::DescribeCounters;
 using testutil::EvKick;
 using testutil::EvValue;
+using testutil::FakePoller;
 using testutil::LineWithAll;
 using testutil::MakeNodeWithPool;
 using testutil::OnPool;
@@ -257,6 +260,57 @@ TEST(PoolLendingTest, APoolThatLentItsLastThreadStillRunsWhatItIsSent) {
   EXPECT_TRUE(handled.WaitForNotificationWithTimeout(WaitTimeout())) << DescribeCounters(*system);
   EXPECT_GE(CountersOf(*system, other).threads_borrowed, 1u);
   stop.store(true, std::memory_order_relaxed);
+}
+
+TEST(PoolLendingTest, AWorkerThatLeavesTheIoLoopToRestHandsTheLoopToARunningWorker) {
+  proto::ActorSystemConfig config;
+  proto::PoolConfig* io = AddPool(&config, "Io", 2);
+  io->set_min_threads(1);
+  io->set_spin_time_us(0);
+  config.mutable_lending()->set_period_ms(10'000);  // the counts move by hand only
+  // What each round's blocker holds, outliving the node.
+  struct Round {
+    troupe::Notification entered;
+    troupe::Notification release;
+  };
+  std::vector<std::unique_ptr<Round>> rounds;
+  uint32_t index = 0;
+  std::unique_ptr<ActorSystem> system = MakeNodeWithPool(config, "Io", &index);
+  ASSERT_NE(system, nullptr);
+  internal::ExecutorPool& pool = internal::RuntimeOf(*system)->pool(index);
+  FakePoller poller;
+  ASSERT_TRUE(AttachIoPoller(*system, "Io", &poller).ok());
+  std::atomic<int> ran{0};
+  for (int round = 1; round <= 5; ++round) {
+    // Worker 0 alone waits in the loop; an event for the pool takes it out, into a handler that
+    // blocks, and worker 1, let back in, waits in the loop instead.
+    pool.SetThreads(1);
+    ASSERT_TRUE(WaitUntil([&] { return poller.inside() == 1; })) << "round " << round;
+    rounds.push_back(std::make_unique<Round>());
+    const ActorId blocker = system->Register(
+        std::make_unique<HandlerBlocker>(&rounds.back()->entered, &rounds.back()->release),
+        OnPool(index));
+    system->Send(blocker, std::make_unique<EvKick>());
+    ASSERT_TRUE(rounds.back()->entered.WaitForNotificationWithTimeout(WaitTimeout()));
+    pool.SetThreads(2);
+    ASSERT_TRUE(WaitUntil([&] { return poller.inside() == 1; })) << "round " << round;
+    // Worker 0 returns and parks on the semaphore: the loop is taken.
+    const uint64_t parks = CountersOf(*system, index).parks;
+    rounds.back()->release.Notify();
+    ASSERT_TRUE(WaitUntil([&] { return CountersOf(*system, index).parks > parks; }))
+        << "round " << round;
+    // Worker 1 leaves the loop with nothing to run and rests.
+    pool.SetThreads(1);
+    const uint64_t waits = poller.waits();
+    poller.Interrupt();
+    ASSERT_TRUE(WaitUntil([&] { return poller.waits() > waits; })) << "round " << round;
+    // A completion ready in the loop wakes nobody by itself: worker 0 must be waiting in it.
+    poller.Post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    ASSERT_TRUE(WaitUntil([&] { return ran.load(std::memory_order_relaxed) == round; }))
+        << "round " << round << ": nobody waits in the loop; " << DescribeCounters(*system);
+  }
+  DetachIoPoller(*system, &poller);
+  EXPECT_EQ(poller.max_inside(), 1);
 }
 
 TEST(PoolLendingTest, APoolWhoseWorkersAreAllInLongHandlersGetsOneTemporaryThread) {
