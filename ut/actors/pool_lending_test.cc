@@ -2,8 +2,10 @@
 //
 // Threads moving between pools on real workers: counts changed by hand while actors run (no event
 // lost, per-pair order kept), a node stopped while threads are lent, a saturated pool borrowing an
-// idle pool's thread and giving it back, and the temporary thread of a pool whose workers are all
-// inside long handlers. The rule itself is tested on recorded series in thread_lending_test.cc.
+// idle pool's thread and giving it back (each move logged with its figures), a pool that lent its
+// last thread still running what it is sent, a worker that rests handing the pool's I/O loop to a
+// running one, and the temporary thread of a pool whose workers are all inside long handlers. The
+// rule itself is tested on recorded series in thread_lending_test.cc.
 // Every wait is bounded (WaitTimeout); the loads end on a flag or a count.
 #include <atomic>
 #include <cstdint>
