@@ -135,8 +135,9 @@
 // HandlerTrace (a seqlock: odd sequence = inside a handler); the watchdog reads it to report
 // handlers stuck for longer than the pool's threshold.
 //
-// Thread-safety: Schedule, Stats, QueueLength, Kick and the traces are thread-safe; Start/Stop are
-// called by the owning runtime only.
+// Thread-safety: Schedule, Stats, QueueLength, Kick, the traces and the lending calls (SetThreads,
+// SetTemporary, KeepPollerWatched, BusyNanos) are thread-safe; Start/Stop are called by the owning
+// runtime only.
 #pragma once
 
 #include <pthread.h>
