@@ -68,12 +68,7 @@ run("${WORK_DIR}/consumer/consumer_test")
 run("${WORK_DIR}/consumer/consumer_cluster")
 run("${WORK_DIR}/consumer/consumer_node")
 
-# --no-warn-unused-cli: the variables go unused, since nothing asks for those packages; that is the
-# point.
-build_consumer(actors_only "${here}/actors_only" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON
-               -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON
-               --no-warn-unused-cli)
-run("${WORK_DIR}/actors_only/actors_only")
+check_actors_only()
 expect_find_failure(interconnect "\"interconnect\" needs[^\"]*\"OpenSSL\""
                     -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON)
 
@@ -83,11 +78,7 @@ separate_arguments(flags UNIX_COMMAND "${pkg_config_output}")
 run(${CXX_LAUNCHER} ${CXX_COMPILER} -std=c++20 -O1 "${here}/consumer/consumer_node.cc" ${flags}
     -o "${WORK_DIR}/pkg_config_node")
 run("${WORK_DIR}/pkg_config_node")
-pkg_config(troupe-actors --libs)
-if(pkg_config_output MATCHES "-l(ssl|crypto|xxhash|cpp-httplib)( |$)")
-  message(FATAL_ERROR "pkg-config --libs troupe-actors names ${CMAKE_MATCH_1}: "
-                      "${pkg_config_output}")
-endif()
+expect_pkg_config_without_private(troupe-actors)
 
 build_consumer(proto_events "${here}/proto_events")
 run("${WORK_DIR}/proto_events/proto_events")

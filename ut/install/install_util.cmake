@@ -53,6 +53,25 @@ function(expect_find_failure components regex)
   endif()
 endfunction()
 
+# Builds and runs actors_only/ with GoogleTest, OpenSSL and pkg-config (so cpp-httplib) made
+# unfindable. --no-warn-unused-cli: the variables go unused, since nothing asks for those
+# packages; that is the point.
+function(check_actors_only)
+  build_consumer(actors_only "${here}/actors_only" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON
+                 -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON
+                 --no-warn-unused-cli)
+  run("${WORK_DIR}/actors_only/actors_only")
+endfunction()
+
+# Fails when `pkg-config --libs <module>` links OpenSSL, xxHash or cpp-httplib.
+function(expect_pkg_config_without_private module)
+  pkg_config(${module} --libs)
+  if(pkg_config_output MATCHES "-l(ssl|crypto|xxhash|cpp-httplib)( |$)")
+    message(FATAL_ERROR "pkg-config --libs ${module} names ${CMAKE_MATCH_1}: "
+                        "${pkg_config_output}")
+  endif()
+endfunction()
+
 # Runs the pkg-config module `module` of `prefix` with the given flags; the output (one line) is
 # left in `pkg_config_output`.
 function(pkg_config module)

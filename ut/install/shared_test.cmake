@@ -56,16 +56,9 @@ build_consumer(consumer "${here}/consumer" -DCONSUMER_TESTING=OFF
 run("${WORK_DIR}/consumer/consumer")
 run("${WORK_DIR}/consumer/consumer_cluster")
 run("${WORK_DIR}/consumer/consumer_node")
-build_consumer(actors_only "${here}/actors_only" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON
-               -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON
-               --no-warn-unused-cli)
-run("${WORK_DIR}/actors_only/actors_only")
+check_actors_only()
 
-pkg_config(troupe-node --libs)
-if(pkg_config_output MATCHES "-l(ssl|crypto|xxhash|cpp-httplib)( |$)")
-  message(FATAL_ERROR "pkg-config --libs troupe-node (shared) names ${CMAKE_MATCH_1}, a private "
-                      "dependency: ${pkg_config_output}")
-endif()
+expect_pkg_config_without_private(troupe-node)
 pkg_config(troupe-node --libs --static)
 if(NOT pkg_config_output MATCHES "-lssl" OR NOT pkg_config_output MATCHES "-lcpp-httplib")
   message(FATAL_ERROR "pkg-config --libs --static troupe-node names no -lssl or -lcpp-httplib: "
