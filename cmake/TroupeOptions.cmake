@@ -21,6 +21,21 @@ option(TROUPE_UNITY_BUILD "Compile each target's sources in batches (faster clea
 # verdict does not depend on the compiler's flags, so one build of several is enough.
 option(TROUPE_CHECK_HEADERS "Compile each header alone (with the tests)" ON)
 
+# Shared libraries: libtroupe_*.so with a SONAME (cmake/TroupeInstall.cmake) and default symbol
+# visibility (every public symbol exported, as the static archives have it). The installed programs
+# find them through a relative RPATH ($ORIGIN/../lib, relocatable with the prefix) unless the
+# library directory is one the linker searches anyway (/usr/lib/...), as distributions want.
+option(BUILD_SHARED_LIBS "Build Troupe's libraries shared instead of static" OFF)
+if(BUILD_SHARED_LIBS)
+  include(GNUInstallDirs)
+  list(FIND CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES "${CMAKE_INSTALL_FULL_LIBDIR}" _troupe_system_lib)
+  if(_troupe_system_lib EQUAL -1)
+    file(RELATIVE_PATH _troupe_bin_to_lib "${CMAKE_INSTALL_FULL_BINDIR}"
+         "${CMAKE_INSTALL_FULL_LIBDIR}")
+    set(CMAKE_INSTALL_RPATH "$ORIGIN/${_troupe_bin_to_lib}")
+  endif()
+endif()
+
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
 endif()

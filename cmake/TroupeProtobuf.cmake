@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-# troupe_protobuf_library(NAME target PROTOS a.proto b.proto ... [DEPS target ...])
+# troupe_protobuf_library(NAME target PROTOS a.proto b.proto ... [DEPS target ...]
+#                         [TYPE STATIC|SHARED])
 #
 # Generates C++ for .proto files given relative to the calling project's source root into its
 # build root, so "proto/config.proto" becomes "proto/config.pb.h" (the include path users write),
-# and builds them as a static library that carries that include directory and the protobuf
-# runtime. Sets <NAME>_HEADERS in the caller's scope. Generated code gets none of the project's
+# and builds them as a library (static unless TYPE SHARED) that carries that include directory and
+# the protobuf runtime. Sets <NAME>_HEADERS in the caller's scope. Generated code gets none of the project's
 # warning flags.
 #
 # Troupe's own schemas are on protoc's import path, so a .proto may `import "proto/events.proto";`
@@ -23,9 +24,15 @@ endif()
 set_property(GLOBAL PROPERTY TROUPE_PROTO_IMPORT_DIR "${TROUPE_PROTO_IMPORT_DIR}")
 
 function(troupe_protobuf_library)
-  cmake_parse_arguments(ARG "" "NAME" "PROTOS;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME;TYPE" "PROTOS;DEPS" ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_PROTOS)
     message(FATAL_ERROR "troupe_protobuf_library: NAME and PROTOS are required")
+  endif()
+  if(NOT ARG_TYPE)
+    set(ARG_TYPE STATIC)
+  elseif(NOT ARG_TYPE MATCHES "^(STATIC|SHARED)$")
+    message(FATAL_ERROR "troupe_protobuf_library(${ARG_NAME}): TYPE is STATIC or SHARED, got "
+                        "'${ARG_TYPE}'")
   endif()
   set(import_dirs "${PROJECT_SOURCE_DIR}")
   get_property(troupe_dir GLOBAL PROPERTY TROUPE_PROTO_IMPORT_DIR)
@@ -49,7 +56,7 @@ function(troupe_protobuf_library)
     DEPENDS ${protos} protobuf::protoc
     COMMENT "Generating C++ for ${ARG_NAME}"
     VERBATIM)
-  add_library(${ARG_NAME} STATIC ${sources} ${headers})
+  add_library(${ARG_NAME} ${ARG_TYPE} ${sources} ${headers})
   target_include_directories(${ARG_NAME} PUBLIC $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>)
   target_link_libraries(${ARG_NAME} PUBLIC protobuf::libprotobuf ${ARG_DEPS})
   target_compile_features(${ARG_NAME} PUBLIC cxx_std_20)

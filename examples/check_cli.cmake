@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # ctest examples_cli: every example binary's command line (cli.h), as a script or a person sees it.
 # - --help and -h: exit 0, usage and the exit statuses on stdout; --version: exit 0, one line
-#   "<binary> (Troupe) <version>";
+#   "<binary> (Troupe) <version> (commit <git commit>)";
 # - an unknown flag, a value that does not parse, a stray argument, a bad flag in a --flagfile:
 #   exit 2 with one line on stderr naming it;
 # - troupe_node with a config that fails any section's validation, does not parse or is missing:
@@ -33,6 +33,8 @@ endfunction()
 
 string(REPLACE "." "\\." version "${VERSION}")
 file(WRITE "${DIR}/flagfile" "--no_such_flag=1\n")
+# The version line names the library's commit: 40 hex digits, or "unknown" outside a git checkout.
+set(version "${version} \\(commit ([0-9a-f]+|unknown)\\)")
 foreach(binary ping_pong client_server troupe_node troupe_loadgen troupe_cluster)
   expect(0 "^${binary} \\(Troupe\\) ${version}\n.*Usage: ${binary} .*\n  --help, -h\n.*Exit status: 0 "
          "" ${binary} --help)

@@ -16,9 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
-#ifndef TROUPE_VERSION
-#error "TROUPE_VERSION must be defined (examples/CMakeLists.txt)"
-#endif
+#include "actors/version.h"
 
 namespace troupe::examples {
 
@@ -188,7 +186,8 @@ std::string ExitStatusHelp() {
 }
 
 std::string VersionLine(absl::string_view program) {
-  return absl::StrCat(program, " (Troupe) ", TROUPE_VERSION);
+  const VersionInfo version = Version();
+  return absl::StrCat(program, " (Troupe) ", version.version, " (commit ", version.commit, ")");
 }
 
 void ParseFlagsOrExit(int argc, char** argv, absl::string_view usage) {

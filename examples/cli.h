@@ -41,7 +41,9 @@ inline constexpr int kExitConfig = 3;
 // Returns the exit-status paragraph every binary's --help ends with.
 std::string ExitStatusHelp();
 
-// Returns "<program> (Troupe) <version>", as `--version` prints it.
+// Returns "<program> (Troupe) <version> (commit <git commit>)", as `--version` prints it: the
+// version and commit of the Troupe library the binary runs with (troupe::Version(),
+// actors/version.h); the commit is "unknown" for a build outside a git checkout.
 std::string VersionLine(absl::string_view program);
 
 // Sets the usage message and parses argv into the ABSL_FLAGs. Exits (never returns) with kExitOk

@@ -1,11 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
-# Installs the build tree into a fresh prefix, checks what landed under <prefix>/include, then
-# builds and runs projects that find_package(Troupe) from it, as users' projects would:
-# - consumer/: an actor program, a GoogleTest test on troupe::testing (COMPONENTS testing) and two
-#   nodes over loopback TCP, whose Undelivered reason goes through absl::StrCat (Debian's abseil
-#   has its own absl::string_view, so the name must not be a std::string_view), and one
-#   troupe::node::Node with its monitoring server, its config read by troupe::node::ParseConfig;
-# - actors_only/: troupe::actors alone, configured with GoogleTest made unfindable;
+# Installs the build tree (static libraries) into a fresh prefix, checks what landed there, then
+# builds and runs projects that use it, as users' projects would:
+# - <prefix>/bin: troupe_node, troupe_loadgen and troupe_cluster answer --version with the version
+#   and commit, and the installed troupe_cluster runs two installed troupe_node processes and
+#   troupe_loadgen for a second;
+# - consumer/: an actor program that checks the installed actors/version.h against
+#   troupe::Version(), a GoogleTest test on troupe::testing (COMPONENTS testing) and two nodes over
+#   loopback TCP, whose Undelivered reason goes through absl::StrCat (Debian's abseil has its own
+#   absl::string_view, so the name must not be a std::string_view), and one troupe::node::Node
+#   with its monitoring server, its config read by troupe::node::ParseConfig;
+# - actors_only/: troupe::actors alone, configured with GoogleTest, OpenSSL and pkg-config (so
+#   cpp-httplib) made unfindable: COMPONENTS actors needs none of them;
+# - a static troupe::interconnect without OpenSSL must fail the find naming OpenSSL (its archive's
+#   link line needs it);
+# - pkg-config: consumer_node.cc compiled and linked by a plain compiler command with
+#   `pkg-config --cflags --libs troupe`, and run; troupe-actors names no OpenSSL, xxHash or
+#   cpp-httplib;
 # - proto_events/: its own .proto compiled by the exported troupe_protobuf_library(), sent as an
 #   EventPB between actors;
 # - examples/ of the source tree, built standalone (examples/README.md) as a user who copies it
@@ -13,42 +23,14 @@
 #   request/reply, graceful shutdown), and troupe_cluster with two troupe_node processes and
 #   troupe_loadgen, which it finds next to itself in that build directory;
 # - components/: an unknown component must fail the configure.
+# shared_test.cmake does the same for a BUILD_SHARED_LIBS build.
 # Every command has a time limit (the test's own TIMEOUT bounds the sum). Consumers compile through
 # the build's compiler launcher (ccache) when it has one.
 # Run with -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=... -DCXX_COMPILER=...
-# [-DCXX_LAUNCHER=...]
+# -DVERSION=... -DLIBDIR=... [-DCXX_LAUNCHER=...]
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
-set(here "${SOURCE_DIR}/ut/install")
-
-# Runs a command; fails on a non-zero status or when it has not ended within `seconds` (the
-# result then names the timeout, and a troupe_cluster's children die with it: PR_SET_PDEATHSIG).
-function(run_within seconds)
-  execute_process(COMMAND ${ARGN} TIMEOUT ${seconds} RESULT_VARIABLE result OUTPUT_VARIABLE out
-                  ERROR_VARIABLE out)
-  if(NOT result EQUAL 0)
-    message(FATAL_ERROR "failed (${result}): ${ARGN}\n${out}")
-  endif()
-  message(STATUS "${out}")
-endfunction()
-
-# Runs an install, configure, build or a consumer that ends on its own within seconds.
-function(run)
-  run_within(300 ${ARGN})
-endfunction()
-
-# Configures and builds the consumer project in `dir` into WORK_DIR/<name>; extra arguments go to
-# the configure step.
-function(build_consumer name dir)
-  set(launcher)
-  if(CXX_LAUNCHER)
-    set(launcher "-DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_LAUNCHER}")
-  endif()
-  run(${CMAKE_COMMAND} -S "${dir}" -B "${WORK_DIR}/${name}" -G "${GENERATOR}"
-      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
-      -DCMAKE_CXX_COMPILER=${CXX_COMPILER} ${launcher} ${ARGN})
-  run(${CMAKE_COMMAND} --build "${WORK_DIR}/${name}" -j2)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/install_util.cmake")
 
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
 
@@ -60,8 +42,8 @@ if(NOT entries STREQUAL "troupe")
                       "[${entries}]. Every installed header belongs under include/troupe/ "
                       "(cmake/TroupeInstall.cmake).")
 endif()
-foreach(header actors/actor.h interconnect/interconnect.h node/node.h proto/config.pb.h
-               proto/events.proto)
+foreach(header actors/actor.h actors/version.h interconnect/interconnect.h node/node.h
+               proto/config.pb.h proto/events.proto)
   if(NOT EXISTS "${prefix}/include/troupe/${header}")
     message(FATAL_ERROR "include/troupe/${header} is not installed")
   endif()
@@ -76,6 +58,9 @@ if(NOT internal_headers STREQUAL allowed)
                       "[${allowed}]")
 endif()
 
+# -- programs -------------------------------------------------------------------------------------
+check_programs()
+
 # -- consumers ------------------------------------------------------------------------------------
 build_consumer(consumer "${here}/consumer")
 run("${WORK_DIR}/consumer/consumer")
@@ -83,10 +68,17 @@ run("${WORK_DIR}/consumer/consumer_test")
 run("${WORK_DIR}/consumer/consumer_cluster")
 run("${WORK_DIR}/consumer/consumer_node")
 
-# --no-warn-unused-cli: the variable goes unused, since nothing asks for GoogleTest; that is the point.
-build_consumer(actors_only "${here}/actors_only" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON
-               --no-warn-unused-cli)
-run("${WORK_DIR}/actors_only/actors_only")
+check_actors_only()
+expect_find_failure(interconnect "\"interconnect\" needs[^\"]*\"OpenSSL\""
+                    -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON)
+
+# pkg-config, with no CMake: the whole runtime for a node, and what troupe-actors leaves out.
+pkg_config(troupe --cflags --libs)
+separate_arguments(flags UNIX_COMMAND "${pkg_config_output}")
+run(${CXX_LAUNCHER} ${CXX_COMPILER} -std=c++20 -O1 "${here}/consumer/consumer_node.cc" ${flags}
+    -o "${WORK_DIR}/pkg_config_node")
+run("${WORK_DIR}/pkg_config_node")
+expect_pkg_config_without_private(troupe-actors)
 
 build_consumer(proto_events "${here}/proto_events")
 run("${WORK_DIR}/proto_events/proto_events")
@@ -99,13 +91,4 @@ run_within(60 "${WORK_DIR}/examples/client_server" --requests=1000)
 run_within(60 "${WORK_DIR}/examples/troupe_cluster" --nodes=2 --seconds=1
            "--workdir=${WORK_DIR}/examples/cluster")
 
-execute_process(
-  COMMAND ${CMAKE_COMMAND} -S "${here}/components" -B "${WORK_DIR}/components" -G "${GENERATOR}"
-          -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
-          "-DTROUPE_COMPONENTS=actors;no_such_component"
-  TIMEOUT 120
-  RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
-if(result EQUAL 0 OR NOT out MATCHES "no_such_component")
-  message(FATAL_ERROR "find_package(Troupe COMPONENTS no_such_component) must fail naming the "
-                      "component (result ${result}):\n${out}")
-endif()
+expect_find_failure("actors;no_such_component" "no_such_component")
