@@ -1177,8 +1177,7 @@ void PrintMonitoring(const std::vector<std::string>& urls,
     return;
   }
   // Written whole to a temporary name, then renamed: Prometheus never reads half a file.
-  const std::string text =
-      absl::StrCat(R"([{"targets": [)", absl::StrJoin(targets, ", "), "]}]\n");
+  const std::string text = absl::StrCat(R"([{"targets": [)", absl::StrJoin(targets, ", "), "]}]\n");
   const std::string partial = file + ".partial";
   if (!WriteFile(partial, text) || std::rename(partial.c_str(), file.c_str()) != 0) {
     std::fprintf(stderr, "troupe_cluster: --prometheus_targets: cannot write %s\n", file.c_str());

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
+#include "actors/version.h"
 
 namespace troupe::node::internal {
 namespace {
@@ -60,8 +61,8 @@ int64_t SoftLimit(int resource) {
 int64_t OpenFds() {
   std::error_code error;
   int64_t count = 0;
-  for (std::filesystem::directory_iterator it("/proc/self/fd", error), end;
-       !error && it != end; it.increment(error)) {
+  for (std::filesystem::directory_iterator it("/proc/self/fd", error), end; !error && it != end;
+       it.increment(error)) {
     ++count;
   }
   return count;  // the iterator's own descriptor included, as other clients count it
@@ -83,8 +84,8 @@ int64_t StartTimeNanos() {
   if (boot_seconds == 0 || name_end == std::string::npos) {
     return 0;
   }
-  const std::vector<absl::string_view> fields = absl::StrSplit(
-      absl::string_view(stat).substr(name_end + 1), ' ', absl::SkipWhitespace());
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat).substr(name_end + 1), ' ', absl::SkipWhitespace());
   constexpr size_t kStartTimeField = 22 - 3;  // fields[0] is field 3, the state
   int64_t ticks = 0;
   const int64_t ticks_per_second = ::sysconf(_SC_CLK_TCK);
@@ -114,12 +115,20 @@ std::vector<MetricsRegistry::Registration> PublishProcessMetrics(MetricsRegistry
       "Maximum amount of virtual memory available in bytes (-1: unlimited).",
       [] { return SoftLimit(RLIMIT_AS); });
   const int64_t start = StartTimeNanos();
-  add("process_start_time_seconds", MetricType::kGauge,
+  add(
+      "process_start_time_seconds", MetricType::kGauge,
       "Start time of the process since unix epoch in seconds.", [start] { return start; },
       MetricUnit::kNanoseconds);
   add("process_open_fds", MetricType::kGauge, "Number of open file descriptors.", OpenFds);
   add("process_max_fds", MetricType::kGauge, "Maximum number of open file descriptors.",
       [] { return SoftLimit(RLIMIT_NOFILE); });
+  const VersionInfo version = Version();
+  out.push_back(registry.Add({.name = "troupe_build_info",
+                              .type = MetricType::kGauge,
+                              .help = "1; the labels say which Troupe the node runs.",
+                              .labels = {{"version", std::string(version.version)},
+                                         {"commit", std::string(version.commit)}}},
+                             [] { return int64_t{1}; }));
   return out;
 }
 
