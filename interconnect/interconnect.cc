@@ -375,7 +375,13 @@ Interconnect::~Interconnect() {
 }
 
 std::vector<SessionCounters> Interconnect::Counters() const {
-  return SessionCountersOf(system_->metrics());
+  std::vector<SessionCounters> counters = SessionCountersOf(system_->metrics());
+  for (SessionCounters& session : counters) {
+    if (PeerChannel* channel = peers_->Find(session.peer); channel != nullptr) {
+      session.last_failure = channel->LastFailure();
+    }
+  }
+  return counters;
 }
 
 // -- waiting for peers ----------------------------------------------------------------------------

@@ -202,6 +202,11 @@ struct SessionCounters {
   absl::Duration round_trip;
   // The protocol version the session uses (protocol.h); 0 before the first session.
   uint64_t protocol_version = 0;
+  // When `up` or `connected` last changed (InfinitePast: never).
+  absl::Time changed = absl::InfinitePast();
+  // Why the last attempt to reach the peer, the last connection or the last session failed
+  // ("" when nothing failed). Interconnect::Counters() fills it; SessionCountersOf cannot.
+  std::string last_failure;
 };
 
 // Returns the counters of every peer session whose troupe_session_* metrics `registry` holds, in

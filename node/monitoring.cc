@@ -19,6 +19,7 @@
 #include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
+#include "node/internal/node_status.h"
 #include "node/internal/process_metrics.h"
 #include "node/internal/status_page.h"
 
@@ -45,6 +46,9 @@ struct MonitoringServer::Impl {
   SystemLease lease;
   // process_* and troupe_build_info in the node's registry (internal/process_metrics.h).
   std::vector<MetricsRegistry::Registration> metrics;
+  internal::StatusSources sources;
+  std::unique_ptr<internal::RateSampler> rates;
+  absl::Time started;
 };
 
 absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
@@ -71,9 +75,22 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
     const int yes = 1;
     ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  server.Get("/", [system](const httplib::Request& /*request*/, httplib::Response& response) {
-    response.set_content(internal::StatusPage(*system), "text/html; charset=utf-8");
-  });
+  impl->sources.members = std::move(options.members);
+  impl->sources.sessions = std::move(options.sessions);
+  impl->started = absl::Now();
+  Impl* state = impl.get();
+  server.Get("/",
+             [system, state](const httplib::Request& /*request*/, httplib::Response& response) {
+               response.set_content(internal::StatusPage(internal::BuildNodeStatus(
+                                        *system, state->sources, *state->rates, state->started)),
+                                    "text/html; charset=utf-8");
+             });
+  server.Get("/status.json",
+             [system, state](const httplib::Request& /*request*/, httplib::Response& response) {
+               response.set_content(internal::NodeStatusJson(internal::BuildNodeStatus(
+                                        *system, state->sources, *state->rates, state->started)),
+                                    "application/json");
+             });
   server.Get("/metrics",
              [system](const httplib::Request& /*request*/, httplib::Response& response) {
                response.set_content(PrometheusText(system->metrics()),
@@ -110,6 +127,8 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
   }
   impl->lease = LeaseSystem(*system, absl::StrCat("the monitoring server of node ", node));
   impl->metrics = internal::PublishProcessMetrics(system->metrics());
+  impl->sources.self_url = absl::StrCat(MonitoringServer::Url(impl->host, impl->port), "/");
+  impl->rates = std::make_unique<internal::RateSampler>(system, impl->sources);
   impl->thread = std::thread([&server, done = &impl->done, context = &system->log_context()] {
     pthread_setname_np(pthread_self(), "troupe:http");
     const LogBinding binding(context);
@@ -147,9 +166,11 @@ MonitoringServer::~MonitoringServer() {
 
 uint16_t MonitoringServer::port() const { return impl_->port; }
 
-std::string MonitoringServer::url() const {
-  const bool v6 = absl::StrContains(impl_->host, ':');
-  return absl::StrCat("http://", v6 ? "[" : "", impl_->host, v6 ? "]" : "", ":", impl_->port);
+std::string MonitoringServer::url() const { return Url(impl_->host, impl_->port); }
+
+std::string MonitoringServer::Url(const std::string& host, uint16_t port) {
+  const bool v6 = absl::StrContains(host, ':');
+  return absl::StrCat("http://", v6 ? "[" : "", host, v6 ? "]" : "", ":", port);
 }
 
 }  // namespace troupe::node

@@ -7,8 +7,12 @@
 //   | request       | answer                                                                 |
 //   |---------------|------------------------------------------------------------------------|
 //   | GET /         | 200, the status page (HTML for people, reloading itself every 2 s):    |
-//   |               | the node's pools, its peers and their sessions, the process's recent   |
-//   |               | warnings (internal/status_page.h)                                      |
+//   |               | the node, the cluster's members with links to their pages, the pools,  |
+//   |               | each session's state since when and its last failure, rates over the   |
+//   |               | last 10 s, the process's recent warnings (internal/status_page.h)       |
+//   | GET           | 200, the same as JSON for scripts (proto/status.proto NodeStatus in     |
+//   | /status.json  | protobuf's JSON mapping: field names as in the proto, 64-bit integers  |
+//   |               | as strings)                                                            |
 //   | GET /metrics  | 200, every metric of the node's registry (ActorSystem::metrics()) in   |
 //   |               | the Prometheus text format 0.0.4 (PrometheusText, actors/metrics.h):   |
 //   |               | pools, mailboxes, timers, dropped events and every session by peer,    |
@@ -39,11 +43,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include "actors/actor_system.h"
+#include "interconnect/interconnect.h"
+#include "interconnect/nameservice.h"
 #include "proto/config.pb.h"
 
 namespace troupe::node {
@@ -52,6 +59,12 @@ struct MonitoringOptions {
   // Answers /readyz: OK when the node is ready, else why not (the message is the answer's body).
   // Called on the server's thread for each request; null means always ready.
   std::function<absl::Status()> readiness = nullptr;
+  // The cluster's members, this node included, for the status page and /status.json; null:
+  // none (a node without interconnect). Called on the server's threads.
+  std::function<std::vector<interconnect::NodeEndpoint>()> members = nullptr;
+  // The sessions with their last failures (Interconnect::Counters()); null: read from the
+  // metrics registry, without the failures. Called on the server's threads.
+  std::function<std::vector<interconnect::SessionCounters>()> sessions = nullptr;
 };
 
 class MonitoringServer {
@@ -75,6 +88,7 @@ class MonitoringServer {
  private:
   struct Impl;
   explicit MonitoringServer(std::unique_ptr<Impl> impl);
+  static std::string Url(const std::string& host, uint16_t port);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -104,9 +104,14 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig
   }
   const proto::MonitoringConfig& monitoring = node->system_->config().monitoring();
   if (monitoring.has_port()) {
+    // The interconnect is in place before the server starts and goes after it stops.
+    MonitoringOptions options{.readiness = [raw = node.get()] { return raw->Readiness(); }};
+    if (interconnect::Interconnect* ic = node->interconnect_.get(); ic != nullptr) {
+      options.members = [ic] { return ic->nameservice()->Members(); };
+      options.sessions = [ic] { return ic->Counters(); };
+    }
     absl::StatusOr<std::unique_ptr<MonitoringServer>> server =
-        MonitoringServer::Start(node->system_.get(), monitoring,
-                                {.readiness = [raw = node.get()] { return raw->Readiness(); }});
+        MonitoringServer::Start(node->system_.get(), monitoring, std::move(options));
     if (!server.ok()) {
       return server.status();  // ~Node stops the interconnect and the system
     }

@@ -11,7 +11,8 @@
 # are done), waits for node 1's status page URL and for node 1 to be ready (GET /readyz 200: a
 # session with every member, node 2 among them), has Chromium (Debian's `chromium`; as root it needs
 # --no-sandbox) render `/` into OUT_DIR/status.png (default BUILD_DIR/status-page) and dump its
-# DOM, then checks that the page shows node 1, its pools and a peer whose session is up, that the
+# DOM, then checks that the page shows node 1, the members, its pools and a peer whose session is
+# up and links /status.json, that the
 # PNG is one, and that the cluster's --prometheus_targets file lists node 1. Exits 0 when all holds. Every wait is bounded; only the cluster it started is
 # stopped, by its PID.
 set -euo pipefail
@@ -67,8 +68,8 @@ if ! kill -0 "$cluster_pid" 2>/dev/null; then
   exit 1
 fi
 
-for want in 'Troupe node 1' '<h2>Pools</h2>' '<td>User</td>' '<td>node 2</td><td>up</td>' \
-  '<h2>Busiest actor classes</h2>'; do
+for want in 'Troupe node 1' '<h2>Members</h2>' '<h2>Pools</h2>' '<td>User</td>' \
+  '<td>node 2</td><td>up</td>' '<h2>Busiest actor classes</h2>' '<a href="/status.json">'; do
   if ! grep -qF "$want" "$out/status.html"; then
     echo "status-page: the page Chromium rendered lacks '$want' (see $out/status.html)" >&2
     exit 1

@@ -62,6 +62,8 @@ struct SessionStats {
   std::atomic<uint64_t> failed_links{0};
   // The protocol version of the current (or last) session.
   std::atomic<uint64_t> protocol_version{0};
+  // When `up` or `connected` last changed, in nanoseconds since the Unix epoch (0: never).
+  std::atomic<int64_t> changed_unix_ns{0};
   RoundTrips round_trips;
 
   static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
@@ -148,6 +150,11 @@ struct PeerChannel {
   void NoteFailure(std::string why) {
     troupe::MutexLock lock(&session_mu_);
     last_failure_ = std::move(why);
+  }
+  // Any thread: what NoteFailure last said (empty when nothing failed yet).
+  std::string LastFailure() {
+    troupe::MutexLock lock(&session_mu_);
+    return last_failure_;
   }
   // Plain threads: waits until the session is up or `deadline` passes. Returns whether it is up;
   // otherwise sets `*why` to what the proxy last said (empty when it never failed).

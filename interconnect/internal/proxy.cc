@@ -225,8 +225,10 @@ void Proxy::HandleConnectionDown(const EvConnectionDown& ev) {
   }
   const bool was_up = link_ == Link::kUp;
   if (was_up) {
-    TROUPE_LOG(kInfo, kInterconnect)
-        << "connection to " << Peer() << " down: " << ev.reason.message();
+    // A warning: an operator looking at a node's recent warnings sees the reset.
+    TROUPE_LOG(kWarn, kInterconnect)
+        << "connection to " << Peer() << " down: " << ev.reason.message() << "; redialling";
+    channel_->NoteFailure(absl::StrCat("connection down: ", ev.reason.message()));
   }
   conn_ = 0;
   ResetLink();
@@ -342,7 +344,13 @@ void Proxy::ResetLink() {
   }
   decoder_.Reset();
   gate_.Reset();
-  stats_.connected.store(false, std::memory_order_relaxed);
+  if (stats_.connected.exchange(false, std::memory_order_relaxed)) {
+    MarkChanged();
+  }
+}
+
+void Proxy::MarkChanged() {
+  stats_.changed_unix_ns.store(absl::ToUnixNanos(Now()), std::memory_order_relaxed);
 }
 
 std::unique_ptr<Actor> MakeProxy(SessionSettings settings, std::shared_ptr<PeerChannel> channel) {

@@ -223,6 +223,8 @@ class Proxy final : public Actor {
 
   void DropConnection();
   void ResetLink();
+  // Stamps SessionStats::changed_unix_ns with the proxy's clock: up or connected changed.
+  void MarkChanged();
 
   const SessionSettings settings_;
   const std::shared_ptr<PeerChannel> channel_;

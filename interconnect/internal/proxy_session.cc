@@ -94,6 +94,7 @@ bool Proxy::StartOrResume(const proto::Handshake& hs) {
   ack_sent_ = 0;
   Stats::Bump(stats_.sessions);
   channel_->SetSessionUp(true);
+  MarkChanged();
   TROUPE_LOG(kInfo, kInterconnect)
       << "session with " << Peer() << " up (peer incarnation " << peer_incarnation_
       << ", protocol version " << protocol_.version << ", features: "
@@ -108,6 +109,7 @@ void Proxy::LinkUp(uint64_t peer_received) {
   link_progress_ = false;
   Stats::Bump(stats_.connections);
   stats_.connected.store(true, std::memory_order_relaxed);
+  MarkChanged();
   std::string bytes;
   if (absl::Status status = out_->Resend(peer_received, &bytes); !status.ok()) {
     EndSession(absl::StrCat("the peer's resume point is impossible: ", status.message()));
@@ -278,6 +280,9 @@ size_t Proxy::EndSession(std::string_view reason, bool keep_queued, UndeliveredR
   waiting_since_ = Now();
   channel_->NoteFailure(had_session ? "session ended: " + std::string(reason)
                                     : std::string(reason));
+  if (had_session) {
+    MarkChanged();
+  }
   channel_->SetSessionUp(false);
   Stats::Set(stats_.queued_events, out_->queued_events());
   Stats::Set(stats_.unacked_bytes, 0);

@@ -83,6 +83,13 @@ inline constexpr auto kSessionMetrics = std::to_array<SessionMetric>({
     {"troupe_session_held_bytes", MetricType::kGauge,
      "Bytes held for the peer: queued, in unacknowledged frames, and their overhead.",
      LoadRelaxed<&PeerChannel::held_bytes>, SetField<&SessionCounters::held_bytes>},
+    {"troupe_session_last_change_timestamp_seconds", MetricType::kGauge,
+     "When the session last came up or went down, or its connection did (Unix time; 0: never).",
+     SessionStat<&SessionStats::changed_unix_ns>,
+     [](SessionCounters& view, const MetricSample& sample) {
+       view.changed = sample.value > 0 ? absl::FromUnixNanos(sample.value) : absl::InfinitePast();
+     },
+     MetricUnit::kNanoseconds},
     {"troupe_session_protocol_version", MetricType::kGauge,
      "The protocol version the session with the peer uses (0 before the first session).",
      SessionStat<&SessionStats::protocol_version>, SetField<&SessionCounters::protocol_version>},

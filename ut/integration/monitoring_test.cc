@@ -23,16 +23,23 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
 #include "actors/actor.h"
 #include "actors/log.h"
 #include "actors/sync.h"
+#include "actors/version.h"
 #include "interconnect/protocol.h"
 #include "node/node.h"
+#include "proto/status.pb.h"
+#include "ut/integration/fault_proxy.h"
 #include "ut/integration/node_util.h"
 #include "ut/interconnect/ic_test_util.h"
 
@@ -315,10 +322,16 @@ TEST(MonitoringTest, ReadyzWaitsForTheMembersAndHealthzOnlyForTheProcess) {
       << Get(url, "/readyz").body;
   EXPECT_EQ(Get(url, "/readyz").body, "ready\n");
   const std::string page = Get(url, "/").body;
-  EXPECT_NE(page.find(absl::StrCat("<td>node 2</td><td>up</td><td>",
-                                   interconnect::kNewestProtocolVersion, "</td>")),
-            std::string::npos)
-      << "the peer's row shows the session's protocol version: " << page;
+  // The peers table's row: peer, session, since, last failure, protocol.
+  const size_t row = page.find("<tr><td>node 2</td><td>up</td><td>");
+  ASSERT_NE(row, std::string::npos) << page;
+  const std::vector<std::string> cells =
+      absl::StrSplit(page.substr(row, page.find("</tr>", row) - row), "</td><td>");
+  ASSERT_GT(cells.size(), 4u);
+  EXPECT_EQ(cells[4], absl::StrCat(interconnect::kNewestProtocolVersion))
+      << "the peer's row shows the session's protocol version: " << absl::StrJoin(cells, " | ");
+  // Node 2 was not up when node 1 first dialled it: the session is up, and says what failed.
+  EXPECT_TRUE(absl::StrContains(cells[3], "unreachable") || cells[3] == "-") << cells[3];
   EXPECT_TRUE(Eventually([&] { return Get(two->monitoring()->url(), "/readyz").status == 200; },
                          absl::Seconds(30)));
   // Node 2 leaves: node 1 is not ready again, and says why.
@@ -410,6 +423,98 @@ TEST(MonitoringTest, TheStatusPageShowsPoolsPeersAndEscapedWarnings) {
   EXPECT_NE(body.find("<td>System</td><td>1</td><td>1..1</td><td>0</td><td>0</td><td>0</td>"),
             std::string::npos)
       << body;
+}
+
+// /status.json of a two-node cluster under traffic: identity, members with addresses, rates over
+// the sampled window; then the connection is cut, and the session shows its last failure, the
+// warning is among the recent ones, and the page says both.
+TEST(MonitoringTest, StatusJsonShowsMembersRatesAndAConnectionThatWasCut) {
+  testutil::LoopbackPorts ports(2);
+  std::unique_ptr<Node> two = StartNode(Monitored(ports.ConfigFor(2, "test")));
+  ASSERT_NE(two, nullptr);
+  std::atomic<uint64_t> received{0};
+  ASSERT_TRUE(testutil::StartSink(*two, &received).ok());
+  testutil::FaultProxy relay(ports.port(2));  // node 1 dials node 2 through it
+  ports.Redirect(1, 2, relay.port());
+  std::unique_ptr<Node> one = StartNode(Monitored(ports.ConfigFor(1, "test")));
+  ASSERT_NE(one, nullptr);
+  ASSERT_TRUE(one->WaitForPeer(2, absl::Seconds(30)).ok());
+  std::atomic<bool> stop{false};
+  std::thread sender([&] {  // at most 20 s, about 2,000 events a second
+    for (uint64_t seq = 1; seq <= 40'000 && !stop.load(); ++seq) {
+      one->system().Send(ServiceId("sink", 2), testutil::MakeData(seq));
+      if (seq % 20 == 0) {
+        absl::SleepFor(absl::Milliseconds(10));
+      }
+    }
+  });
+  const auto status_of = [&](const Node& node) {
+    const Scrape scrape = Get(node.monitoring()->url(), "/status.json");
+    EXPECT_EQ(scrape.status, 200);
+    EXPECT_EQ(scrape.content_type, "application/json");
+    proto::NodeStatus status;
+    const auto parsed = google::protobuf::util::JsonStringToMessage(scrape.body, &status);
+    EXPECT_TRUE(parsed.ok()) << parsed.ToString() << "\n" << scrape.body;
+    return status;
+  };
+  const auto session_with = [](const proto::NodeStatus& status, uint32_t peer) {
+    for (const proto::SessionStatus& session : status.sessions()) {
+      if (session.peer() == peer) {
+        return session;
+      }
+    }
+    return proto::SessionStatus();
+  };
+  proto::NodeStatus status;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        status = status_of(*one);
+        return session_with(status, 2).events_sent_per_second() > 0 &&
+               status.totals().events_per_second() > 0;
+      },
+      absl::Seconds(30)))
+      << status.DebugString();
+  EXPECT_EQ(status.node_id(), 1u);
+  EXPECT_EQ(status.version(), TROUPE_VERSION_STRING);
+  EXPECT_GT(status.uptime_seconds(), 0);
+  EXPECT_GT(status.rate_window_seconds(), 0);
+  EXPECT_EQ(status.listen_address(), absl::StrCat("127.0.0.1:", ports.port(1)));
+  ASSERT_EQ(status.members_size(), 2) << status.DebugString();
+  EXPECT_TRUE(status.members(0).self());
+  EXPECT_EQ(status.members(0).status_url(), one->monitoring()->url() + "/");
+  EXPECT_EQ(status.members(1).node_id(), 2u);
+  EXPECT_EQ(status.members(1).address(), absl::StrCat("127.0.0.1:", relay.port()));
+  const proto::SessionStatus up = session_with(status, 2);
+  EXPECT_EQ(up.state(), "up");
+  EXPECT_FALSE(up.since().empty());
+  EXPECT_EQ(up.last_failure(), "");
+  EXPECT_GT(up.events_sent(), 0u);
+  bool user_pool = false;
+  for (const proto::PoolStatus& pool : status.pools()) {
+    user_pool = user_pool || (pool.name() == "User" && pool.threads() > 0);
+  }
+  EXPECT_TRUE(user_pool) << status.DebugString();
+
+  relay.Cut();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        status = status_of(*one);
+        return session_with(status, 2).last_failure().starts_with("connection down: ");
+      },
+      absl::Seconds(30)))
+      << status.DebugString();
+  bool warned = false;
+  for (const std::string& warning : status.recent_warnings()) {
+    warned = warned || (absl::StrContains(warning, "connection to node 2") &&
+                        absl::StrContains(warning, " down: "));
+  }
+  EXPECT_TRUE(warned) << "the reset is among the recent warnings: " << status.DebugString();
+  const std::string page = Get(one->monitoring()->url(), "/").body;
+  EXPECT_NE(page.find("connection down: "), std::string::npos) << page;
+  EXPECT_NE(page.find("<a href=\"" + one->monitoring()->url() + "/\">"), std::string::npos) << page;
+  EXPECT_NE(page.find("<a href=\"/status.json\">"), std::string::npos) << page;
+  stop.store(true);
+  sender.join();
 }
 
 TEST(MonitoringTest, APortInUseFailsTheNodeStartNamingTheAddress) {

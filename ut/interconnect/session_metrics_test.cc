@@ -60,6 +60,10 @@ TEST(SessionMetricsTest, ARunningNodeRegistersEveryRowAndNoSessionMetricWithoutO
   EXPECT_EQ(static_cast<int64_t>(view.bytes_written),
             rt.node(1).metrics().Value("troupe_session_bytes_written_total", {{"peer", "2"}}));
   EXPECT_GT(view.bytes_written, 0u) << "the handshake wrote to the peer";
+  // The change to up is stamped with the proxy's clock: the runtime's simulated time.
+  EXPECT_NE(view.changed, absl::InfinitePast());
+  EXPECT_LE(view.changed, rt.Now());
+  EXPECT_GE(view.changed, rt.Now() - absl::Seconds(5));
 }
 
 TEST(SessionMetricsTest, EachCounterOfAChannelReachesItsFieldOfSessionCounters) {
