@@ -195,8 +195,10 @@ int Readyz(const std::string& base_url, std::string* answer) {
 }
 
 // Returns the config every process shares: the node table for `ports` (node i on ports[i - 1],
-// the last one the load generator's), or with `etcd` set, that endpoint and no table.
-std::string ClusterConfig(const std::vector<uint16_t>& ports, const std::string& etcd) {
+// the last one the load generator's; node i's monitoring server on monitoring[i - 1], so the
+// status pages link to each other), or with `etcd` set, that endpoint and no table.
+std::string ClusterConfig(const std::vector<uint16_t>& ports,
+                          const std::vector<uint16_t>& monitoring, const std::string& etcd) {
   std::string text = absl::StrCat(
       etcd.empty()
           ? absl::StrCat("# Written by troupe_cluster: nodes 1..", ports.size() - 1,
@@ -235,8 +237,10 @@ std::string ClusterConfig(const std::vector<uint16_t>& ports, const std::string&
     return text;
   }
   for (size_t i = 0; i < ports.size(); ++i) {
-    absl::StrAppend(&text, "  nodes { node_id: ", i + 1, " host: \"127.0.0.1\" port: ", ports[i],
-                    " }\n");
+    absl::StrAppend(
+        &text, "  nodes { node_id: ", i + 1, " host: \"127.0.0.1\" port: ", ports[i],
+        i < monitoring.size() ? absl::StrCat(" monitoring_port: ", monitoring[i]) : std::string(),
+        " }\n");
   }
   absl::StrAppend(&text, "}\n");
   return text;
@@ -276,8 +280,9 @@ void Overlay(const google::protobuf::Message& from, google::protobuf::Message* t
 // Returns the text of the cluster's config: ClusterConfig, with --node_config over it.
 // kInvalidArgument / kNotFound name the file and the field at fault.
 absl::StatusOr<std::string> NodeConfigText(const std::vector<uint16_t>& ports,
+                                           const std::vector<uint16_t>& monitoring,
                                            const std::string& etcd) {
-  const std::string text = ClusterConfig(ports, etcd);
+  const std::string text = ClusterConfig(ports, monitoring, etcd);
   const std::string path = absl::GetFlag(FLAGS_node_config);
   if (path.empty()) {
     return text;
@@ -1084,7 +1089,8 @@ bool WriteFile(const std::string& path, const std::string& text) {
 // file a workdir used before has from its last run.
 bool WriteRunFiles(const ClusterFlags& flags, const Ports& ports, const std::string& etcd_endpoint,
                    const RunFiles& files) {
-  absl::StatusOr<std::string> config_text = NodeConfigText(ports.table, etcd_endpoint);
+  absl::StatusOr<std::string> config_text =
+      NodeConfigText(ports.table, ports.metrics, etcd_endpoint);
   ::unlink(files.load_start.c_str());
   return config_text.ok() && WriteFile(files.config, *config_text) &&
          (!flags.logged() ||
@@ -1415,7 +1421,7 @@ int Prepare(const char* argv0, const ClusterFlags& flags, const Signals& signals
   // The config is checked before etcd starts (with a stand-in endpoint): a bad --node_config
   // exits 3 at once.
   if (absl::StatusOr<std::string> check =
-          NodeConfigText(ports->table, flags.etcd ? "http://127.0.0.1:1" : "");
+          NodeConfigText(ports->table, ports->metrics, flags.etcd ? "http://127.0.0.1:1" : "");
       !check.ok()) {
     std::fprintf(stderr, "troupe_cluster: --node_config: %s\n",
                  absl::StrCat(check.status().message()).c_str());

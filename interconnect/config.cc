@@ -39,6 +39,13 @@ absl::Status ValidateNodeTable(const proto::InterconnectConfig& config) {
       return ConfigFieldError(absl::StrCat(field, ".node_id"),
                               absl::StrCat("node ", node.node_id(), " is listed twice"));
     }
+    if (node.has_monitoring_port()) {
+      if (absl::Status s = CheckConfigRange(absl::StrCat(field, ".monitoring_port"),
+                                            node.monitoring_port(), 1, 65535);
+          !s.ok()) {
+        return s;
+      }
+    }
     if (node.client()) {
       continue;  // a client only dials: it has no address
     }

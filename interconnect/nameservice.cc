@@ -10,7 +10,8 @@ std::shared_ptr<StaticNameservice> StaticNameservice::FromConfig(
     members.push_back({.node = node.node_id(),
                        .host = node.host(),
                        .port = static_cast<uint16_t>(node.port()),
-                       .client = node.client()});
+                       .client = node.client(),
+                       .monitoring_port = static_cast<uint16_t>(node.monitoring_port())});
   }
   auto names = std::make_shared<StaticNameservice>(members);
   if (!config.has_etcd()) {

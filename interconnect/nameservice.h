@@ -55,6 +55,9 @@ struct NodeEndpoint {
   uint16_t port = 0;
   // Dials, never listens: host and port are unused.
   bool client = false;
+  // The port of its monitoring server on `host` (node/monitoring.h), 0 when not known: status
+  // pages link to the member's own page with it.
+  uint16_t monitoring_port = 0;
   friend bool operator==(const NodeEndpoint&, const NodeEndpoint&) = default;
 };
 

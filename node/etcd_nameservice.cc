@@ -59,6 +59,7 @@ std::string RecordJson(const NodeEndpoint& endpoint, bool announced) {
   record.set_host(endpoint.host);
   record.set_port(endpoint.port);
   record.set_client(endpoint.client);
+  record.set_monitoring_port(endpoint.monitoring_port);
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(record, &json);
   return json;
@@ -304,6 +305,11 @@ absl::Status EtcdNameservice::Announce(const NodeEndpoint& self) {
   return WriteRecord(*calls_, /*create_only=*/false);
 }
 
+void EtcdNameservice::SetMonitoringPort(uint16_t port) {
+  troupe::MutexLock lock(&call_mu_);
+  monitoring_port_ = port;
+}
+
 void EtcdNameservice::Leave() {
   troupe::MutexLock lock(&call_mu_);
   if (left_) {
@@ -472,7 +478,8 @@ void EtcdNameservice::Apply(const std::string& key, const std::optional<std::str
       endpoint = NodeEndpoint{.node = *node,
                               .host = record.host(),
                               .port = static_cast<uint16_t>(record.port()),
-                              .client = record.client()};
+                              .client = record.client(),
+                              .monitoring_port = static_cast<uint16_t>(record.monitoring_port())};
     }
   }
   const std::optional<NodeEndpoint> known = table_.Resolve(*node);
@@ -496,6 +503,7 @@ void EtcdNameservice::Apply(const std::string& key, const std::optional<std::str
 
 NodeEndpoint EtcdNameservice::Advertised(const NodeEndpoint& listening) const {
   NodeEndpoint advertised = listening;
+  advertised.monitoring_port = monitoring_port_;
   if (!listening.client) {
     if (!options_.advertise_host.empty()) {
       advertised.host = options_.advertise_host;

@@ -163,6 +163,9 @@ class EtcdNameservice final : public interconnect::Nameservice {
   // advertise_host and advertise_port where they are set. kFailedPrecondition before Join or for
   // another node.
   absl::Status Announce(const interconnect::NodeEndpoint& self) override;
+  // The port of this node's monitoring server, published in its record from the next write
+  // (Announce) on, so the others' status pages link to this node's. Call before Announce.
+  void SetMonitoringPort(uint16_t port);
 
   explicit EtcdNameservice(EtcdOptions options);  // for Connect
 
@@ -183,8 +186,9 @@ class EtcdNameservice final : public interconnect::Nameservice {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(call_mu_);
   // Notes whether etcd answered, logging each change once.
   void NoteReachable(const absl::Status& status);
-  // `listening` with the advertised host and port put in.
-  interconnect::NodeEndpoint Advertised(const interconnect::NodeEndpoint& listening) const;
+  // `listening` with the advertised host and port and the monitoring port put in.
+  interconnect::NodeEndpoint Advertised(const interconnect::NodeEndpoint& listening) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(call_mu_);
 
   const EtcdOptions options_;
   const std::string prefix_;
@@ -201,6 +205,7 @@ class EtcdNameservice final : public interconnect::Nameservice {
   bool announced_ ABSL_GUARDED_BY(call_mu_) = false;
   bool left_ ABSL_GUARDED_BY(call_mu_) = false;
   interconnect::NodeEndpoint record_ ABSL_GUARDED_BY(call_mu_);
+  uint16_t monitoring_port_ ABSL_GUARDED_BY(call_mu_) = 0;
 
   // The announced members, as last read from etcd; its watchers are this nameservice's.
   interconnect::StaticNameservice table_;

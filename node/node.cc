@@ -93,29 +93,43 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Start(const proto::ActorSystemConfig
       return status;  // ~Node stops the system
     }
   }
+  // The monitoring server starts first, so that the membership can publish its port; it reads the
+  // interconnect only once the node serves (serving_), and stops before the interconnect goes.
+  const proto::MonitoringConfig& monitoring = node->system_->config().monitoring();
+  if (monitoring.has_port()) {
+    Node* raw = node.get();
+    MonitoringOptions monitoring_options{
+        .readiness = [raw] { return raw->Readiness(); },
+        .members =
+            [raw] {
+              return raw->serving_.load(std::memory_order_acquire) && raw->interconnect_ != nullptr
+                         ? raw->interconnect_->nameservice()->Members()
+                         : std::vector<interconnect::NodeEndpoint>();
+            },
+        .sessions =
+            [raw] {
+              return raw->serving_.load(std::memory_order_acquire) && raw->interconnect_ != nullptr
+                         ? raw->interconnect_->Counters()
+                         : std::vector<interconnect::SessionCounters>();
+            }};
+    absl::StatusOr<std::unique_ptr<MonitoringServer>> server =
+        MonitoringServer::Start(node->system_.get(), monitoring, std::move(monitoring_options));
+    if (!server.ok()) {
+      return server.status();  // ~Node stops the system
+    }
+    node->monitoring_ = std::move(*server);
+    if (node->membership_ != nullptr) {
+      node->membership_->SetMonitoringPort(node->monitoring_->port());
+    }
+  }
   const proto::InterconnectConfig& ic = node->system_->config().interconnect();
   if (ic.nodes_size() > 0 || options.interconnect.nameservice != nullptr) {
     absl::StatusOr<std::unique_ptr<interconnect::Interconnect>> started =
         interconnect::Interconnect::Start(node->system_.get(), std::move(options.interconnect));
     if (!started.ok()) {
-      return started.status();  // ~Node stops the system
+      return started.status();  // ~Node stops the monitoring server and the system
     }
     node->interconnect_ = std::move(*started);
-  }
-  const proto::MonitoringConfig& monitoring = node->system_->config().monitoring();
-  if (monitoring.has_port()) {
-    // The interconnect is in place before the server starts and goes after it stops.
-    MonitoringOptions options{.readiness = [raw = node.get()] { return raw->Readiness(); }};
-    if (interconnect::Interconnect* ic = node->interconnect_.get(); ic != nullptr) {
-      options.members = [ic] { return ic->nameservice()->Members(); };
-      options.sessions = [ic] { return ic->Counters(); };
-    }
-    absl::StatusOr<std::unique_ptr<MonitoringServer>> server =
-        MonitoringServer::Start(node->system_.get(), monitoring, std::move(options));
-    if (!server.ok()) {
-      return server.status();  // ~Node stops the interconnect and the system
-    }
-    node->monitoring_ = std::move(*server);
   }
   node->serving_.store(true, std::memory_order_release);
   return node;

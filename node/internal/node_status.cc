@@ -29,7 +29,9 @@ std::string PoolKey(const std::string& pool, const char* what) {
   return absl::StrCat("pool/", pool, "/", what);
 }
 
-std::string PeerKey(NodeId peer, const char* what) { return absl::StrCat("peer/", peer, "/", what); }
+std::string PeerKey(NodeId peer, const char* what) {
+  return absl::StrCat("peer/", peer, "/", what);
+}
 
 std::string Rfc3339(absl::Time time) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time, absl::UTCTimeZone());
@@ -158,15 +160,17 @@ proto::NodeStatus BuildNodeStatus(ActorSystem& system, const StatusSources& sour
       proto::MemberStatus* out = status.add_members();
       out->set_node_id(member.node);
       out->set_client(member.client);
+      const bool v6 = member.host.find(':') != std::string::npos;
+      const std::string host = absl::StrCat(v6 ? "[" : "", member.host, v6 ? "]" : "");
       if (!member.client) {
-        const bool v6 = member.host.find(':') != std::string::npos;
-        out->set_address(
-            absl::StrCat(v6 ? "[" : "", member.host, v6 ? "]" : "", ":", member.port));
+        out->set_address(absl::StrCat(host, ":", member.port));
       }
       out->set_self(member.node == system.node_id());
       if (out->self()) {
         out->set_status_url(sources.self_url);
         status.set_listen_address(out->address());
+      } else if (!member.client && member.monitoring_port != 0) {
+        out->set_status_url(absl::StrCat("http://", host, ":", member.monitoring_port, "/"));
       }
     }
   }

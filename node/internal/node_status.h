@@ -64,8 +64,7 @@ class RateSampler {
   };
 
   // Takes a first sample now and one each `period` from then on, until destroyed.
-  RateSampler(ActorSystem* system, StatusSources sources,
-              absl::Duration period = absl::Seconds(1));
+  RateSampler(ActorSystem* system, StatusSources sources, absl::Duration period = absl::Seconds(1));
   ~RateSampler();
   RateSampler(const RateSampler&) = delete;
   RateSampler& operator=(const RateSampler&) = delete;

@@ -6,6 +6,7 @@
 // two clusters sharing one etcd. The suite starts its own etcd (/usr/bin/etcd, Debian's
 // etcd-server, which scripts/setup.sh installs) on free loopback ports with a temporary data
 // directory, and stops it and removes the directory at the end. Every wait is bounded.
+#include <httplib.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,6 +29,7 @@
 #include "interconnect/testing/free_ports.h"
 #include "node/etcd_nameservice.h"
 #include "node/internal/etcd_client.h"
+#include "node/monitoring.h"
 #include "node/node.h"
 #include "ut/integration/etcd_server.h"
 #include "ut/integration/node_util.h"
@@ -150,6 +152,31 @@ TEST_F(EtcdTest, NodesGetIdsFromEtcdAndFindEachOther) {
   std::unique_ptr<Node> third = Start(Config("join"), &received2);
   ASSERT_NE(third, nullptr);
   EXPECT_EQ(third->id(), 3u) << "an id handed out is not handed out again";
+}
+
+// A node with a monitoring server publishes its port in its record; the other's status page links
+// to that node's page.
+TEST_F(EtcdTest, ANodePublishesItsMonitoringPortAndTheOthersLinkToItsPage) {
+  std::atomic<uint64_t> received1{0};
+  std::atomic<uint64_t> received2{0};
+  proto::ActorSystemConfig monitored = Config("monitored");
+  monitored.mutable_monitoring()->set_port(0);
+  std::unique_ptr<Node> first = Start(monitored, &received1);
+  ASSERT_NE(first, nullptr);
+  std::unique_ptr<Node> second = Start(monitored, &received2);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(Connected(*first, second->id()));
+  const std::optional<interconnect::NodeEndpoint> published =
+      first->interconnect()->nameservice()->Resolve(second->id());
+  ASSERT_TRUE(published.has_value());
+  EXPECT_EQ(published->monitoring_port, second->monitoring()->port());
+  httplib::Client client(first->monitoring()->url());
+  client.set_read_timeout(10, 0);
+  const httplib::Result page = client.Get("/");
+  ASSERT_TRUE(page);
+  const std::string link =
+      absl::StrCat("http://", published->host, ":", second->monitoring()->port(), "/");
+  EXPECT_NE(page->body.find("<a href=\"" + link + "\">"), std::string::npos) << page->body;
 }
 
 TEST_F(EtcdTest, ATakenIdIsRefusedAndTwoClusterIdsShareOneEtcd) {

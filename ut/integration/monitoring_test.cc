@@ -430,13 +430,24 @@ TEST(MonitoringTest, TheStatusPageShowsPoolsPeersAndEscapedWarnings) {
 // warning is among the recent ones, and the page says both.
 TEST(MonitoringTest, StatusJsonShowsMembersRatesAndAConnectionThatWasCut) {
   testutil::LoopbackPorts ports(2);
-  std::unique_ptr<Node> two = StartNode(Monitored(ports.ConfigFor(2, "test")));
+  // Node 2's monitoring port is in node 1's table: node 1's page links to node 2's.
+  absl::StatusOr<std::vector<uint16_t>> monitoring_port = interconnect::FreeLoopbackPorts(1);
+  ASSERT_TRUE(monitoring_port.ok()) << monitoring_port.status();
+  proto::ActorSystemConfig config_two = ports.ConfigFor(2, "test");
+  config_two.mutable_monitoring()->set_port((*monitoring_port)[0]);
+  std::unique_ptr<Node> two = StartNode(config_two);
   ASSERT_NE(two, nullptr);
   std::atomic<uint64_t> received{0};
   ASSERT_TRUE(testutil::StartSink(*two, &received).ok());
   testutil::FaultProxy relay(ports.port(2));  // node 1 dials node 2 through it
   ports.Redirect(1, 2, relay.port());
-  std::unique_ptr<Node> one = StartNode(Monitored(ports.ConfigFor(1, "test")));
+  proto::ActorSystemConfig config_one = Monitored(ports.ConfigFor(1, "test"));
+  for (proto::NodeAddress& entry : *config_one.mutable_interconnect()->mutable_nodes()) {
+    if (entry.node_id() == 2) {
+      entry.set_monitoring_port((*monitoring_port)[0]);
+    }
+  }
+  std::unique_ptr<Node> one = StartNode(config_one);
   ASSERT_NE(one, nullptr);
   ASSERT_TRUE(one->WaitForPeer(2, absl::Seconds(30)).ok());
   std::atomic<bool> stop{false};
@@ -484,6 +495,7 @@ TEST(MonitoringTest, StatusJsonShowsMembersRatesAndAConnectionThatWasCut) {
   EXPECT_EQ(status.members(0).status_url(), one->monitoring()->url() + "/");
   EXPECT_EQ(status.members(1).node_id(), 2u);
   EXPECT_EQ(status.members(1).address(), absl::StrCat("127.0.0.1:", relay.port()));
+  EXPECT_EQ(status.members(1).status_url(), two->monitoring()->url() + "/");
   const proto::SessionStatus up = session_with(status, 2);
   EXPECT_EQ(up.state(), "up");
   EXPECT_FALSE(up.since().empty());
@@ -512,6 +524,7 @@ TEST(MonitoringTest, StatusJsonShowsMembersRatesAndAConnectionThatWasCut) {
   const std::string page = Get(one->monitoring()->url(), "/").body;
   EXPECT_NE(page.find("connection down: "), std::string::npos) << page;
   EXPECT_NE(page.find("<a href=\"" + one->monitoring()->url() + "/\">"), std::string::npos) << page;
+  EXPECT_NE(page.find("<a href=\"" + two->monitoring()->url() + "/\">"), std::string::npos) << page;
   EXPECT_NE(page.find("<a href=\"/status.json\">"), std::string::npos) << page;
   stop.store(true);
   sender.join();

@@ -45,6 +45,12 @@ TEST(InterconnectConfigTest, RejectsBadNodeTableNamingTheEntry) {
                    "interconnect.nodes[0].port");
   ExpectFieldError(R"(interconnect { nodes { node_id: 1 host: "h" port: 70000 } })",
                    "interconnect.nodes[0].port");
+  ExpectFieldError(
+      R"(interconnect { nodes { node_id: 1 host: "h" port: 1 } nodes { node_id: 2 host: "h" port: 2 monitoring_port: 0 } })",
+      "interconnect.nodes[1].monitoring_port");
+  ExpectFieldError(
+      R"(interconnect { nodes { node_id: 1 host: "h" port: 1 monitoring_port: 65536 } })",
+      "interconnect.nodes[0].monitoring_port");
 }
 
 TEST(InterconnectConfigTest, RejectsTimingsAndLimitsOutOfRange) {
