@@ -100,8 +100,10 @@ struct PoolCounters {
   std::vector<WorkerCounters> workers;
 };
 
-// The figures of one actor class, named by its C++ type (the troupe_actor_class_*{class} metrics).
+// The figures of one actor class (the troupe_actor_class_*{class} metrics).
 struct ActorClassCounters {
+  // The class's label: its C++ type without namespaces ("Cart<Item>"), at most 64 characters;
+  // "other" for the classes a node saw after 256 labels (class_stats.h).
   std::string name;
   // Actors of the class alive.
   int64_t live = 0;

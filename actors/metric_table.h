@@ -60,6 +60,8 @@ struct MetricRow {
   int64_t (*read)(const Source&) = nullptr;
   // Stores a sample in the view's field; null when the view has no field for the metric.
   void (*fill)(View&, const MetricSample&) = nullptr;
+  // kNanoseconds for a time (the name says seconds; read returns nanoseconds).
+  MetricUnit unit = MetricUnit::kNone;
 };
 
 namespace metric_table_internal {
@@ -117,8 +119,9 @@ void PublishRows(MetricsRegistry& registry, const std::array<MetricRow<Source, V
                  const Source& source, const MetricLabels& labels,
                  std::vector<MetricsRegistry::Registration>* out) {
   for (const MetricRow<Source, View>& row : rows) {
-    out->push_back(registry.Add({std::string(row.name), row.type, std::string(row.help), labels},
-                                [read = row.read, &source] { return read(source); }));
+    out->push_back(
+        registry.Add({std::string(row.name), row.type, std::string(row.help), labels, row.unit},
+                     [read = row.read, &source] { return read(source); }));
   }
 }
 

@@ -121,7 +121,8 @@ void MetricsRegistry::ForEach(absl::FunctionRef<void(const MetricSample&)> visit
         .help = entry.info.help,
         .labels = entry.labels,
         .value = buckets.has_value() ? static_cast<int64_t>(buckets->count) : entry.read(),
-        .histogram = buckets.has_value() ? &*buckets : nullptr});
+        .histogram = buckets.has_value() ? &*buckets : nullptr,
+        .unit = entry.info.unit});
   }
 }
 
@@ -200,6 +201,14 @@ void AppendSeries(std::string_view name, std::string_view suffix, const MetricLa
   out->push_back('}');
 }
 
+// Appends " <nanoseconds in seconds>\n", exact: nine decimals carry every nanosecond.
+void AppendSeconds(int64_t nanoseconds, std::string* out) {
+  const uint64_t magnitude =
+      nanoseconds < 0 ? 0 - static_cast<uint64_t>(nanoseconds) : static_cast<uint64_t>(nanoseconds);
+  absl::StrAppend(out, " ", nanoseconds < 0 ? "-" : "",
+                  absl::StrFormat("%d.%09d", magnitude / 1000000000, magnitude % 1000000000), "\n");
+}
+
 }  // namespace
 
 std::string PrometheusText(const MetricsRegistry& registry) {
@@ -216,7 +225,11 @@ std::string PrometheusText(const MetricsRegistry& registry) {
     }
     if (sample.histogram == nullptr) {
       AppendSeries(sample.name, "", sample.labels, "", &out);
-      absl::StrAppend(&out, " ", sample.value, "\n");
+      if (sample.unit == MetricUnit::kNanoseconds) {
+        AppendSeconds(sample.value, &out);
+      } else {
+        absl::StrAppend(&out, " ", sample.value, "\n");
+      }
       return;
     }
     const HistogramSnapshot& h = *sample.histogram;

@@ -12,10 +12,12 @@
 // registry only reads it when someone enumerates, so publishing costs nothing per event. Every
 // sample also carries the registry's common labels (a node's: {"node", "<id>"}), first.
 //
-// Names follow Prometheus: snake_case, counters end in `_total`, times are in nanoseconds and say
-// so (`_nanoseconds_total`). A metric exists from Add until its Registration is destroyed (or
-// Reset); a publisher keeps the Registration next to the value it reads, so a reader never
-// outlives its value.
+// Names follow Prometheus: snake_case, counters end in `_total`, base units only (seconds, bytes),
+// and the unit is in the name (`_seconds_total`, `_bytes`). A time is kept where it is counted in
+// integer nanoseconds and registered with MetricUnit::kNanoseconds: readers, Value and Sum return
+// nanoseconds (exact), and PrometheusText writes seconds. A metric exists from Add until its
+// Registration is destroyed (or Reset); a publisher keeps the Registration next to the value it
+// reads, so a reader never outlives its value.
 //
 // Thread-safety: thread-safe. Readers run on the enumerating thread under the registry's lock,
 // concurrently with the publisher: they must only load (relaxed atomics, or values fixed at
@@ -65,6 +67,15 @@ enum class MetricType : uint8_t {
 // Returns "counter", "gauge" or "histogram".
 std::string_view MetricTypeName(MetricType type);
 
+// What a counter's or gauge's integer value counts.
+enum class MetricUnit : uint8_t {
+  // The value as it is: events, bytes, a state.
+  kNone,
+  // Nanoseconds: the name says seconds (`_seconds`, `_seconds_total`) and PrometheusText divides
+  // the value by 1e9.
+  kNanoseconds,
+};
+
 // A histogram's buckets as read at one moment, for exposition.
 struct HistogramSnapshot {
   // Upper bounds in seconds, ascending; the last bucket (+Inf) is implied.
@@ -113,6 +124,7 @@ struct MetricInfo {
   MetricType type = MetricType::kCounter;
   std::string help;
   MetricLabels labels;
+  MetricUnit unit = MetricUnit::kNone;
 };
 
 // One reading handed to a ForEach visitor; valid during the call only.
@@ -126,6 +138,7 @@ struct MetricSample {
   int64_t value;
   // A histogram's buckets (null for a counter or gauge).
   const HistogramSnapshot* histogram = nullptr;
+  MetricUnit unit = MetricUnit::kNone;
 
   // Returns the value of the label `name`, or an empty view.
   std::string_view label(std::string_view name) const;
@@ -208,9 +221,10 @@ class MetricsRegistry {
 
 // Returns every metric of `registry` in the Prometheus text exposition format (version 0.0.4):
 // for each name a `# HELP` and a `# TYPE` line, then one `name{label="value",...} value` line per
-// metric (a histogram: `name_bucket{...,le="<seconds>"}` per bound and `le="+Inf"`, then `name_sum`
-// and `name_count`). Label values and help text are escaped as the format requires (backslash,
-// double quote in label values, line break). What /metrics serves (node/monitoring.h).
+// metric (a kNanoseconds value in seconds; a histogram: `name_bucket{...,le="<seconds>"}` per bound
+// and `le="+Inf"`, then `name_sum` and `name_count`). Label values and help text are escaped as the
+// format requires (backslash, double quote in label values, line break). What /metrics serves
+// (node/monitoring.h).
 std::string PrometheusText(const MetricsRegistry& registry);
 
 }  // namespace troupe

@@ -150,6 +150,9 @@ ABSL_FLAG(std::string, report, "",
 ABSL_FLAG(std::string, node_binary, "", "troupe_node to run; empty: the one next to this binary");
 ABSL_FLAG(std::string, loadgen_binary, "",
           "troupe_loadgen to run; empty: the one next to this binary");
+ABSL_FLAG(std::string, prometheus_targets, "",
+          "write the nodes' monitoring addresses to this file, as a Prometheus file_sd target "
+          "list (deploy/prometheus/prometheus.yml), once they are known");
 
 namespace {
 
@@ -1153,6 +1156,36 @@ void AddLoadgen(const ClusterFlags& flags, const std::string& loadgen_binary,
   processes->ids.push_back(flags.etcd ? 0 : static_cast<troupe::NodeId>(flags.nodes + 1));
 }
 
+// Prints each node's status page and metrics, one line a node, from the base URLs of their
+// monitoring servers (http://host:port; empty: not known), in node order (`ids`; empty: 1..N), and
+// writes them to --prometheus_targets when it is set.
+void PrintMonitoring(const std::vector<std::string>& urls,
+                     const std::vector<troupe::NodeId>& ids = {}) {
+  std::vector<std::string> targets;
+  for (size_t i = 0; i < urls.size(); ++i) {
+    const std::string node = absl::StrCat(ids.empty() ? i + 1 : ids[i]);
+    if (urls[i].empty()) {
+      std::printf("troupe_cluster: node %s: monitoring address not known\n", node.c_str());
+      continue;
+    }
+    std::printf("troupe_cluster: node %s: status %s/  metrics %s/metrics\n", node.c_str(),
+                urls[i].c_str(), urls[i].c_str());
+    targets.push_back(absl::StrCat("\"", absl::StripPrefix(urls[i], "http://"), "\""));
+  }
+  const std::string file = absl::GetFlag(FLAGS_prometheus_targets);
+  if (file.empty()) {
+    return;
+  }
+  // Written whole to a temporary name, then renamed: Prometheus never reads half a file.
+  const std::string text = absl::StrCat(R"([{"targets": [)", absl::StrJoin(targets, ", "), "]}]\n");
+  const std::string partial = file + ".partial";
+  if (!WriteFile(partial, text) || std::rename(partial.c_str(), file.c_str()) != 0) {
+    std::fprintf(stderr, "troupe_cluster: --prometheus_targets: cannot write %s\n", file.c_str());
+  } else {
+    std::printf("troupe_cluster: Prometheus targets in %s\n", file.c_str());
+  }
+}
+
 // Prints where the processes listen, their config, logs and metrics, and the chaos plan.
 void PrintLayout(const ClusterFlags& flags, const Ports& ports, const std::string& workdir,
                  const RunFiles& files) {
@@ -1174,8 +1207,11 @@ void PrintLayout(const ClusterFlags& flags, const Ports& ports, const std::strin
         "troupe_cluster: config %s, logs %s/node-<i>.log and loadgen.log\n",
         nodes, nodes + 1, absl::StrJoin(port_list, " ").c_str(), files.config.c_str(),
         workdir.c_str());
-    std::printf("troupe_cluster: metrics at http://127.0.0.1:{%s}/metrics (nodes 1..%d)\n",
-                absl::StrJoin(ports.metrics, ",").c_str(), nodes);
+    std::vector<std::string> urls;
+    for (const uint16_t port : ports.metrics) {
+      urls.push_back(absl::StrCat("http://127.0.0.1:", port));
+    }
+    PrintMonitoring(urls);
   }
   if (!flags.plan.empty()) {
     std::printf("troupe_cluster: %s: %s (seconds after the load start), logged to %s\n",
@@ -1210,10 +1246,9 @@ void PrintEtcdMembers(const Processes& processes, const std::string& workdir,
   for (size_t i = 0; i < processes.nodes; ++i) {
     std::string url;
     troupe::examples::ReadNodeIdFile(IdFile(workdir, i), &url);
-    urls.push_back(url.empty() ? "-" : url);
+    urls.push_back(std::string(absl::StripSuffix(url, "/metrics")));
   }
-  std::printf("troupe_cluster: metrics at %s (nodes %s)\n", absl::StrJoin(urls, " ").c_str(),
-              absl::StrJoin(ids, " ").c_str());
+  PrintMonitoring(urls, processes.ids);
 }
 
 // Starts the nodes, then the load generator. With etcd, one node at a time: each takes the next

@@ -144,6 +144,9 @@ proto::InterconnectConfig WithDefaults(const proto::InterconnectConfig& config) 
   if (!full.has_max_redial_delay_ms()) {
     full.set_max_redial_delay_ms(std::max<uint64_t>(10'000, full.heartbeat_interval_ms()));
   }
+  if (!full.has_per_peer_histograms()) {
+    full.set_per_peer_histograms(true);
+  }
   return full;
 }
 

@@ -85,9 +85,18 @@ bool Dials(const Nameservice& nameservice, NodeId self, NodeId peer) {
   return self < peer;
 }
 
+// What every channel's metrics share: the node-wide round-trip histogram, and whether each peer
+// gets its own too (interconnect.per_peer_histograms).
+struct ChannelMetrics {
+  std::shared_ptr<Histogram> round_trips;
+  bool per_peer_histograms = true;
+};
+
 // Registers the proxy of a new channel and its ServiceId; leaves nothing running on failure.
 ActorId StartProxy(ActorSystem* system, const SessionSettings& base, const RegisterOptions& options,
-                   const std::shared_ptr<PeerChannel>& channel) {
+                   const ChannelMetrics& metrics, const std::shared_ptr<PeerChannel>& channel) {
+  // Before the proxy exists: it is the only one to record round trips.
+  channel->stats.round_trips.all_peers = metrics.round_trips;
   SessionSettings settings = base;
   settings.peer = channel->node;
   settings.dials = Dials(*base.nameservice, base.identity.node, channel->node);
@@ -102,7 +111,7 @@ ActorId StartProxy(ActorSystem* system, const SessionSettings& base, const Regis
     system->Send(proxy, std::make_unique<EvPoison>());
     return {};
   }
-  channel->PublishMetrics(system->metrics());
+  channel->PublishMetrics(system->metrics(), metrics.per_peer_histograms);
   return proxy;
 }
 
@@ -267,6 +276,15 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
   auto refusals = std::make_shared<RefusalLog>();
   ic->refusals_ = refusals;
   ic->metrics_ = refusals->PublishMetrics(system->metrics());
+  ic->round_trips_ = std::make_shared<Histogram>(10, 34);  // 1 us .. 17 s, as each peer's
+  ic->metrics_.push_back(system->metrics().AddHistogram(
+      {.name = "troupe_interconnect_round_trip_seconds",
+       .help = "Round trips of data frames to every peer: from the write to the first "
+               "acknowledgement covering it (one frame per session timed at a time).",
+       .labels = {}},
+      ic->round_trips_.get()));
+  const ChannelMetrics channel_metrics{.round_trips = ic->round_trips_,
+                                       .per_peer_histograms = config.per_peer_histograms()};
   const SessionSettings base{.identity = identity,
                              .heartbeat = heartbeat,
                              .dead_timeout = dead_timeout,
@@ -276,10 +294,10 @@ absl::StatusOr<std::unique_ptr<Interconnect>> Interconnect::Start(ActorSystem* s
                              .handshakes = register_options,
                              .refusals = refusals,
                              .max_redial_delay = absl::Milliseconds(config.max_redial_delay_ms())};
-  ic->peers_ = std::make_shared<PeerTable>(
-      [system, base, register_options](const std::shared_ptr<PeerChannel>& channel) {
-        return StartProxy(system, base, register_options, channel);
-      });
+  ic->peers_ = std::make_shared<PeerTable>([system, base, register_options, channel_metrics](
+                                               const std::shared_ptr<PeerChannel>& channel) {
+    return StartProxy(system, base, register_options, channel_metrics, channel);
+  });
   // The router goes in before any session can come up (members are dialled next, the port opened
   // after): an actor that answers an event from a new session must find a route back. On a failed
   // start the destructor closes it.

@@ -298,6 +298,8 @@ class Interconnect {
   NameserviceWatch watch_;
   // The node's refusals and their metric, troupe_interconnect_refusals_total{direction}.
   std::shared_ptr<internal::RefusalLog> refusals_;
+  // Every peer's round trips, troupe_interconnect_round_trip_seconds (shared with the channels).
+  std::shared_ptr<Histogram> round_trips_;
   std::vector<MetricsRegistry::Registration> metrics_;
   uint16_t port_ = 0;
   uint64_t incarnation_ = 0;

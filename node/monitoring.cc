@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -18,6 +19,7 @@
 #include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
+#include "node/internal/process_metrics.h"
 #include "node/internal/status_page.h"
 
 namespace troupe::node {
@@ -41,6 +43,8 @@ struct MonitoringServer::Impl {
   std::string host;
   uint16_t port = 0;
   SystemLease lease;
+  // process_* and troupe_build_info in the node's registry (internal/process_metrics.h).
+  std::vector<MetricsRegistry::Registration> metrics;
 };
 
 absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
@@ -105,6 +109,7 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
     }
   }
   impl->lease = LeaseSystem(*system, absl::StrCat("the monitoring server of node ", node));
+  impl->metrics = internal::PublishProcessMetrics(system->metrics());
   impl->thread = std::thread([&server, done = &impl->done, context = &system->log_context()] {
     pthread_setname_np(pthread_self(), "troupe:http");
     const LogBinding binding(context);

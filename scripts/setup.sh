@@ -9,7 +9,7 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev clang-format clang-tidy ccache
   libprotobuf-dev protobuf-compiler libasio-dev libabsl-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev libssl-dev openssl
-  gnuplot-nox fonts-liberation pkg-config libcpp-httplib-dev chromium etcd-server
+  gnuplot-nox fonts-liberation pkg-config libcpp-httplib-dev chromium etcd-server prometheus
 )
 
 missing=()

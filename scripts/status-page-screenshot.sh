@@ -8,11 +8,11 @@
 #
 # Starts a two-node troupe_cluster from BUILD_DIR/examples (default build/release) under load, for
 # long enough that it outlives both Chromium runs on a loaded machine (it is stopped as soon as they
-# are done), waits for node 1's metrics URL and for node 1 to be ready (GET /readyz 200: a session
-# with every member, node 2 among them), has Chromium (Debian's `chromium`; as root it needs
+# are done), waits for node 1's status page URL and for node 1 to be ready (GET /readyz 200: a
+# session with every member, node 2 among them), has Chromium (Debian's `chromium`; as root it needs
 # --no-sandbox) render `/` into OUT_DIR/status.png (default BUILD_DIR/status-page) and dump its
-# DOM, then checks that the page shows node 1, its pools and a peer whose session is up, and that
-# the PNG is one. Exits 0 when all holds. Every wait is bounded; only the cluster it started is
+# DOM, then checks that the page shows node 1, its pools and a peer whose session is up, that the
+# PNG is one, and that the cluster's --prometheus_targets file lists node 1. Exits 0 when all holds. Every wait is bounded; only the cluster it started is
 # stopped, by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,8 @@ browser=$(command -v chromium || true)
 rm -rf "$out"
 mkdir -p "$out"
 
-"$cluster" --nodes=2 --seconds=200 --window=64 --workdir="$out/cluster" >"$out/cluster.out" 2>&1 &
+"$cluster" --nodes=2 --seconds=200 --window=64 --workdir="$out/cluster" \
+  --prometheus_targets="$out/targets.json" >"$out/cluster.out" 2>&1 &
 cluster_pid=$!
 cleanup() {
   if kill -0 "$cluster_pid" 2>/dev/null; then
@@ -36,12 +37,13 @@ cleanup() {
 trap cleanup EXIT
 
 port=""
-for _ in $(seq 1 300); do  # up to 30 s for the cluster to print its metrics ports
-  port=$(grep -o 'http://127.0.0.1:{[0-9]*' "$out/cluster.out" 2>/dev/null | grep -o '[0-9]*$' || true)
+for _ in $(seq 1 300); do  # up to 30 s for the cluster to print node 1's status page URL
+  port=$(grep -o '^troupe_cluster: node 1: status http://127.0.0.1:[0-9]*' "$out/cluster.out" \
+    2>/dev/null | grep -o '[0-9]*$' || true)
   [[ -n "$port" ]] && break
   sleep 0.1
 done
-[[ -n "$port" ]] || { echo "status-page: the cluster printed no metrics URL" >&2; cat "$out/cluster.out" >&2; exit 1; }
+[[ -n "$port" ]] || { echo "status-page: the cluster printed no status page URL" >&2; cat "$out/cluster.out" >&2; exit 1; }
 url="http://127.0.0.1:$port/"
 # GET PATH through bash's /dev/tcp (no curl on a bare Debian), at most 2 s: the status line, the
 # headers and the body.
@@ -72,6 +74,11 @@ for want in 'Troupe node 1' '<h2>Pools</h2>' '<td>User</td>' '<td>node 2</td><td
     exit 1
   fi
 done
+# The Prometheus file_sd list names node 1's monitoring address.
+if ! grep -qF "\"127.0.0.1:$port\"" "$out/targets.json" 2>/dev/null; then
+  echo "status-page: $out/targets.json lacks node 1's 127.0.0.1:$port" >&2
+  exit 1
+fi
 if [[ "$(head -c 4 "$out/status.png" | od -An -tx1 | tr -d ' \n')" != "89504e47" ]]; then
   echo "status-page: $out/status.png is not a PNG" >&2
   exit 1

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/internal/class_stats.h"
 
+#include <string>
 #include <utility>
+
+#include "absl/strings/ascii.h"
 
 #include "actors/internal/node_metrics.h"
 #include "actors/log.h"
@@ -48,7 +51,7 @@ ClassTable::ClassTable(MetricsRegistry* registry)
 ClassTable::~ClassTable() {
   // The registrations go before the stats they read.
   troupe::MutexLock lock(&mu_);
-  for (auto& [type, stats] : classes_) {
+  for (auto& [label, stats] : labels_) {
     stats->metrics.clear();
   }
 }
@@ -65,17 +68,51 @@ ClassStats& ClassTable::Get(const std::type_info& type) {
 
 ClassStats* ClassTable::Create(const std::type_info& type) {
   troupe::MutexLock lock(&mu_);
-  std::unique_ptr<ClassStats>& slot = classes_[std::type_index(type)];
+  ClassStats*& slot = classes_[std::type_index(type)];
   if (slot != nullptr) {
-    return slot.get();
+    return slot;
   }
-  slot = std::make_unique<ClassStats>();
-  ClassStats* stats = slot.get();
-  stats->name = TypeName(&type);
-  // Readers only load the stats' atomics; the registry's lock never waits for mu_. The rows are
-  // in node_metrics.h.
-  PublishRows(*registry_, kClassMetrics, *stats, {{"class", stats->name}}, &stats->metrics);
-  return stats;
+  std::string label = ClassLabel(type);
+  // Room for "other" is kept: at most kMaxLabels labels, it included.
+  if (!labels_.contains(label) && labels_.size() + 1 >= kMaxLabels) {
+    label = "other";
+  }
+  std::unique_ptr<ClassStats>& stats = labels_[label];
+  if (stats == nullptr) {
+    stats = std::make_unique<ClassStats>();
+    stats->name = label;
+    // Readers only load the stats' atomics; the registry's lock never waits for mu_. The rows
+    // are in node_metrics.h.
+    PublishRows(*registry_, kClassMetrics, *stats, {{"class", stats->name}}, &stats->metrics);
+  }
+  slot = stats.get();
+  return slot;
+}
+
+std::string ClassLabel(const std::type_info& type) {
+  const std::string name = TypeName(&type);
+  std::string label;
+  label.reserve(name.size());
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name.compare(i, 2, "::") == 0) {
+      // Drop the qualifier just copied: the identifier before "::".
+      while (!label.empty() && (absl::ascii_isalnum(label.back()) || label.back() == '_')) {
+        label.pop_back();
+      }
+      ++i;
+      continue;
+    }
+    if (name[i] == ' ' && !label.empty() && label.back() == '>' && i + 1 < name.size() &&
+        name[i + 1] == '>') {
+      continue;  // "A<B<C> >" is "A<B<C>>"
+    }
+    label.push_back(name[i]);
+  }
+  if (label.size() > ClassTable::kMaxLabelLength) {
+    label.resize(ClassTable::kMaxLabelLength - 3);
+    label.append("...");
+  }
+  return label;
 }
 
 }  // namespace troupe::internal

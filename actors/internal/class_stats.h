@@ -15,6 +15,11 @@
 // class (skynet) do not fight over one counter, and a one-entry per-thread cache keeps the
 // lookup of a class that was just seen lock-free.
 //
+// The label is short and the labels are bounded, so that a scrape stays small whatever the code
+// instantiates: namespaces are dropped, also inside template arguments ("app::Cart<app::Item>" is
+// "Cart<Item>"), a label is cut at kMaxLabelLength characters, and classes first seen after
+// kMaxLabels distinct labels share the label "other". Classes with the same label share figures.
+//
 // Thread-safety: thread-safe. Stats live as long as the table.
 #pragma once
 
@@ -57,6 +62,8 @@ class ClassTable {
  public:
   // A worker samples one event in this many.
   static constexpr uint32_t kSampleEvery = 64;
+  static constexpr size_t kMaxLabelLength = 64;
+  static constexpr size_t kMaxLabels = 256;
 
   explicit ClassTable(MetricsRegistry* registry);
   ~ClassTable();
@@ -75,7 +82,12 @@ class ClassTable {
   // Tells this table's entries apart from another's in the per-thread cache (never reused).
   const uint64_t generation_;
   troupe::Mutex mu_;
-  absl::flat_hash_map<std::type_index, std::unique_ptr<ClassStats>> classes_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::type_index, ClassStats*> classes_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<ClassStats>> labels_ ABSL_GUARDED_BY(mu_);
 };
+
+// Returns the label of the class `type`: its demangled name without namespaces, at most
+// ClassTable::kMaxLabelLength characters ("Cart<Item>" for app::Cart<app::Item>).
+std::string ClassLabel(const std::type_info& type);
 
 }  // namespace troupe::internal

@@ -396,7 +396,7 @@ class ExecutorPool {
   uint64_t threads_borrowed() const { return borrowed_.load(std::memory_order_relaxed); }
   uint64_t threads_lent() const { return lent_.load(std::memory_order_relaxed); }
   uint64_t temporary_threads() const { return temporaries_.load(std::memory_order_relaxed); }
-  // Busy nanoseconds of all workers since start (troupe_pool_busy_nanoseconds_total).
+  // Busy nanoseconds of all workers since start (troupe_pool_busy_seconds_total).
   int64_t BusyNanos() const;
   // In a pool whose count may change: wakes a worker parked on the semaphore when the pool's I/O
   // loop is attached and nobody holds it (its last holder went to rest), so that one waits in it

@@ -57,10 +57,10 @@ inline constexpr auto kClassMetrics = std::to_array<ClassMetric>({
     {"troupe_actor_class_sampled_events_total", MetricType::kCounter,
      "Events handled by actors of the class, counting one in 64 (times 64: an estimate).",
      LoadRelaxed<&ClassStats::sampled_events>, SetField<&ActorClassCounters::sampled_events>},
-    {"troupe_actor_class_sampled_handler_nanoseconds_total", MetricType::kCounter,
+    {"troupe_actor_class_sampled_handler_seconds_total", MetricType::kCounter,
      "Time in the handlers of the sampled events of the class.",
      LoadRelaxed<&ClassStats::sampled_handler_ns>,
-     SetField<&ActorClassCounters::sampled_handler_time>},
+     SetField<&ActorClassCounters::sampled_handler_time>, MetricUnit::kNanoseconds},
 });
 
 }  // namespace troupe::internal

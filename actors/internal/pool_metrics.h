@@ -108,18 +108,18 @@ inline constexpr auto kWorkerMetrics = std::to_array<WorkerMetric>({
      AddToField<&PoolCounters::budget_preemptions>},
     {"troupe_pool_parks_total", MetricType::kCounter, "Times the worker parked.",
      LoadRelaxed<&WorkerContext::parks>, AddToField<&PoolCounters::parks>},
-    {"troupe_pool_busy_nanoseconds_total", MetricType::kCounter,
+    {"troupe_pool_busy_seconds_total", MetricType::kCounter,
      "Time since start not spent looking for work (spinning or parked).",
      [](const WorkerContext& context) { return WorkerBusyNanos(context, SteadyNanos()); },
-     AddToField<&PoolCounters::busy_time>},
-    {"troupe_pool_parked_nanoseconds_total", MetricType::kCounter, "Time parked.",
+     AddToField<&PoolCounters::busy_time>, MetricUnit::kNanoseconds},
+    {"troupe_pool_parked_seconds_total", MetricType::kCounter, "Time parked.",
      [](const WorkerContext& context) {
        const int64_t parked_since = context.parked_since_ns.load(std::memory_order_relaxed);
        return context.parked_ns.load(std::memory_order_relaxed) +
               (parked_since != 0 ? std::max<int64_t>(0, SteadyNanos() - parked_since) : 0);
      },
-     AddToField<&PoolCounters::parked_time>},
-    {"troupe_pool_cpu_nanoseconds_total", MetricType::kCounter,
+     AddToField<&PoolCounters::parked_time>, MetricUnit::kNanoseconds},
+    {"troupe_pool_cpu_seconds_total", MetricType::kCounter,
      "CPU time of the worker's thread (idle spinning included).",
      [](const WorkerContext& context) {
        // A worker that exited left its total; a live one's clock is read now (the read fails
@@ -133,7 +133,7 @@ inline constexpr auto kWorkerMetrics = std::to_array<WorkerMetric>({
        }
        return std::max<int64_t>(0, cpu);
      },
-     AddToField<&PoolCounters::cpu_time>},
+     AddToField<&PoolCounters::cpu_time>, MetricUnit::kNanoseconds},
 });
 
 }  // namespace troupe::internal

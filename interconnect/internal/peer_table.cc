@@ -13,9 +13,12 @@
 
 namespace troupe::interconnect::internal {
 
-void PeerChannel::PublishMetrics(MetricsRegistry& registry) {
+void PeerChannel::PublishMetrics(MetricsRegistry& registry, bool histogram) {
   const MetricLabels labels = {{"peer", absl::StrCat(node)}};
   PublishRows(registry, kSessionMetrics, *this, labels, &metrics);
+  if (!histogram) {
+    return;
+  }
   metrics.push_back(registry.AddHistogram(
       {.name = "troupe_session_round_trip_seconds",
        .help = "Round trips of data frames: from the write to the first acknowledgement covering "

@@ -130,9 +130,9 @@ struct PeerChannel {
       fn(std::move(ev));
     }
   }
-  // Publishes the rows of kSessionMetrics (session_metrics.h) and the round-trip histogram, with
-  // the label peer.
-  void PublishMetrics(MetricsRegistry& registry);
+  // Publishes the rows of kSessionMetrics (session_metrics.h) and, when `histogram`, the
+  // round-trip histogram, with the label peer.
+  void PublishMetrics(MetricsRegistry& registry, bool histogram);
   // Proxy or router: reports every event waiting in the queue Undelivered{`reason`} to `system`,
   // giving back its charge; returns how many.
   uint64_t ReportQueued(ActorSystem& system, UndeliveredReason reason);

@@ -73,13 +73,13 @@ inline constexpr auto kSessionMetrics = std::to_array<SessionMetric>({
     {"troupe_session_failed_links", MetricType::kGauge,
      "Connections in a row closed for protocol errors (the session ends at 5).",
      SessionStat<&SessionStats::failed_links>, SetField<&SessionCounters::failed_links>},
-    {"troupe_session_round_trip_nanoseconds", MetricType::kGauge,
+    {"troupe_session_smoothed_round_trip_seconds", MetricType::kGauge,
      "Round trip of a data frame to the peer and its acknowledgement back, smoothed (1/8 per "
      "sample; 0 before the first).",
      [](const PeerChannel& channel) {
        return LoadRelaxed<&RoundTrips::smoothed_ns>(channel.stats.round_trips);
      },
-     SetField<&SessionCounters::round_trip>},
+     SetField<&SessionCounters::round_trip>, MetricUnit::kNanoseconds},
     {"troupe_session_held_bytes", MetricType::kGauge,
      "Bytes held for the peer: queued, in unacknowledged frames, and their overhead.",
      LoadRelaxed<&PeerChannel::held_bytes>, SetField<&SessionCounters::held_bytes>},

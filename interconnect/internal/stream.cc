@@ -54,6 +54,9 @@ EventHandlePtr OutboundStream::PopBulk() {
 void RoundTrips::Record(absl::Duration round_trip) {
   const int64_t ns = std::max<int64_t>(0, absl::ToInt64Nanoseconds(round_trip));
   histogram.Record(ns);
+  if (all_peers != nullptr) {
+    all_peers->Record(ns);
+  }
   // The proxy is the only writer: a plain load and store.
   const auto before = static_cast<int64_t>(smoothed_ns.load(std::memory_order_relaxed));
   smoothed_ns.store(static_cast<uint64_t>(before == 0 ? ns : before + (ns - before) / 8),

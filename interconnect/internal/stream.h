@@ -99,6 +99,8 @@ struct RoundTrips {
   Histogram histogram{10, 34};
   // The round trip smoothed (each new sample weighs 1/8), in nanoseconds; 0 before the first.
   std::atomic<uint64_t> smoothed_ns{0};
+  // Every peer's round trips, when set (before the proxy starts): each sample goes there too.
+  std::shared_ptr<Histogram> all_peers;
 
   void Record(absl::Duration round_trip);
 };

@@ -9,13 +9,16 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -117,6 +120,30 @@ TEST(MetricsRegistryTest, AHistogramIsExposedAsCumulativeBucketsSumAndCount) {
       PrometheusText(bare).find("b_seconds_bucket{le=\"+Inf\"} 6\nb_seconds_sum 0.001005050\n"),
       std::string::npos)
       << PrometheusText(bare);
+}
+
+TEST(MetricsRegistryTest, ATimeInNanosecondsIsExposedInSecondsExactly) {
+  MetricsRegistry registry;
+  auto busy = registry.Add({.name = "busy_seconds_total",
+                            .type = MetricType::kCounter,
+                            .help = "Busy.",
+                            .labels = {},
+                            .unit = MetricUnit::kNanoseconds},
+                           Constant(12'345'678'901));
+  auto small = registry.Add({.name = "rtt_seconds",
+                             .type = MetricType::kGauge,
+                             .help = "RTT.",
+                             .labels = {{"peer", "2"}},
+                             .unit = MetricUnit::kNanoseconds},
+                            Constant(-1'500));
+  EXPECT_EQ(PrometheusText(registry),
+            "# HELP busy_seconds_total Busy.\n"
+            "# TYPE busy_seconds_total counter\n"
+            "busy_seconds_total 12.345678901\n"
+            "# HELP rtt_seconds RTT.\n"
+            "# TYPE rtt_seconds gauge\n"
+            "rtt_seconds{peer=\"2\"} -0.000001500\n");
+  EXPECT_EQ(registry.Value("busy_seconds_total"), 12'345'678'901) << "readers keep nanoseconds";
 }
 
 TEST(MetricsRegistryTest, AMetricLivesAsLongAsItsRegistration) {
@@ -265,7 +292,7 @@ TEST(NodeMetricsTest, ActorClassesAreCountedAliveAndSampledWhileHandling) {
   std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
   ASSERT_NE(system, nullptr);
   MetricsRegistry& registry = system->metrics();
-  const MetricLabels idler = {{"class", "troupe::Idler"}};
+  const MetricLabels idler = {{"class", "Idler"}};
   std::vector<ActorId> actors;
   for (int i = 0; i < 5; ++i) {
     actors.push_back(system->Register(std::make_unique<Idler>()));
@@ -282,7 +309,7 @@ TEST(NodeMetricsTest, ActorClassesAreCountedAliveAndSampledWhileHandling) {
   })) << registry.Value("troupe_actor_class_sampled_events_total", idler).value_or(-1);
   EXPECT_LE(registry.Value("troupe_actor_class_sampled_events_total", idler).value_or(0),
             kEvents / 64 + 2);
-  EXPECT_GT(registry.Value("troupe_actor_class_sampled_handler_nanoseconds_total", idler), 0);
+  EXPECT_GT(registry.Value("troupe_actor_class_sampled_handler_seconds_total", idler), 0);
   EXPECT_GE(registry.Sum("troupe_pool_handler_seconds", {{"pool", "User"}}), kEvents / 64 / 2)
       << "the pool's handler-time histogram counts the same samples";
   // The typed view reads the same series: each field between its metric's value read just before
@@ -290,15 +317,14 @@ TEST(NodeMetricsTest, ActorClassesAreCountedAliveAndSampledWhileHandling) {
   const int64_t events_before =
       registry.Value("troupe_actor_class_sampled_events_total", idler).value_or(-1);
   const int64_t ns_before =
-      registry.Value("troupe_actor_class_sampled_handler_nanoseconds_total", idler).value_or(-1);
+      registry.Value("troupe_actor_class_sampled_handler_seconds_total", idler).value_or(-1);
   const ActorSystemCounters counters = system->Counters();
   const int64_t events_after =
       registry.Value("troupe_actor_class_sampled_events_total", idler).value_or(-1);
   const int64_t ns_after =
-      registry.Value("troupe_actor_class_sampled_handler_nanoseconds_total", idler).value_or(-1);
-  const auto view =
-      std::find_if(counters.classes.begin(), counters.classes.end(),
-                   [](const ActorClassCounters& c) { return c.name == "troupe::Idler"; });
+      registry.Value("troupe_actor_class_sampled_handler_seconds_total", idler).value_or(-1);
+  const auto view = std::find_if(counters.classes.begin(), counters.classes.end(),
+                                 [](const ActorClassCounters& c) { return c.name == "Idler"; });
   ASSERT_NE(view, counters.classes.end());
   EXPECT_EQ(view->live, 5);
   EXPECT_GE(static_cast<int64_t>(view->sampled_events), events_before);
@@ -310,6 +336,80 @@ TEST(NodeMetricsTest, ActorClassesAreCountedAliveAndSampledWhileHandling) {
   }
   EXPECT_TRUE(
       testutil::WaitUntil([&] { return registry.Value("troupe_actor_class_live", idler) == 0; }));
+}
+
+}  // namespace
+
+namespace shop::detail {
+
+struct Item {};
+
+// Counts nothing, like Idler, under a qualified, templated name.
+template <typename T>
+class Cart final : public Actor {
+ public:
+  Cart() : Actor(&Cart::StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+};
+
+class AClassWhoseNameIsMuchLongerThanAnyLabelShouldEverBeInAMetricsScrapeOfANode final
+    : public Actor {
+ public:
+  AClassWhoseNameIsMuchLongerThanAnyLabelShouldEverBeInAMetricsScrapeOfANode()
+      : Actor(&AClassWhoseNameIsMuchLongerThanAnyLabelShouldEverBeInAMetricsScrapeOfANode::
+                  StateWork) {}
+
+ private:
+  TROUPE_STATE(StateWork) { Unhandled(ev); }
+};
+
+template <size_t... kN>
+void RegisterCarts(ActorSystem& system, std::index_sequence<kN...> /*numbers*/) {
+  (system.Register(std::make_unique<Cart<std::integral_constant<size_t, kN>>>()), ...);
+}
+
+}  // namespace shop::detail
+
+namespace {
+
+TEST(NodeMetricsTest, ClassLabelsAreShortAndBounded) {
+  std::unique_ptr<ActorSystem> system = testutil::MakeSystem();
+  ASSERT_NE(system, nullptr);
+  MetricsRegistry& registry = system->metrics();
+  system->Register(std::make_unique<shop::detail::Cart<shop::detail::Item>>());
+  EXPECT_EQ(registry.Value("troupe_actor_class_live", {{"class", "Cart<Item>"}}), 1)
+      << PrometheusText(registry);
+  system->Register(
+      std::make_unique<
+          shop::detail::
+              AClassWhoseNameIsMuchLongerThanAnyLabelShouldEverBeInAMetricsScrapeOfANode>());
+  const std::string cut =
+      std::string("AClassWhoseNameIsMuchLongerThanAnyLabelShouldEverBeInAMetricsScrapeOfANode")
+          .substr(0, 61) +
+      "...";
+  EXPECT_EQ(registry.Value("troupe_actor_class_live", {{"class", cut}}), 1)
+      << PrometheusText(registry);
+
+  // 300 more classes: labels stop at 256; the rest share "other", and no actor goes uncounted.
+  constexpr size_t kMore = 300;
+  shop::detail::RegisterCarts(*system, std::make_index_sequence<kMore>());
+  std::set<std::string> labels;
+  int64_t live = 0;
+  registry.ForEach([&](const MetricSample& sample) {
+    if (sample.name == "troupe_actor_class_live") {
+      labels.emplace(sample.label("class"));
+      live += sample.value;
+    }
+  });
+  EXPECT_EQ(labels.size(), 256u);
+  EXPECT_TRUE(labels.contains("other"));
+  EXPECT_TRUE(labels.contains("Cart<integral_constant<unsigned long,0ul>>"))
+      << absl::StrJoin(labels, " ");
+  EXPECT_GE(registry.Value("troupe_actor_class_live", {{"class", "other"}}).value_or(0),
+            static_cast<int64_t>(kMore + 2 - 255));
+  EXPECT_GE(live, static_cast<int64_t>(kMore + 2));
 }
 
 TEST(NodeHooksTest, ReportUndeliveredAppliesRuleThree) {

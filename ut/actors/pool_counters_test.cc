@@ -140,9 +140,9 @@ TEST(PoolCountersTest, EachFieldReadsItsMetricFromTheRegistry) {
       {"troupe_pool_steals_total", true, count_of(&PoolCounters::steals)},
       {"troupe_pool_budget_preemptions_total", true, count_of(&PoolCounters::budget_preemptions)},
       {"troupe_pool_parks_total", true, count_of(&PoolCounters::parks)},
-      {"troupe_pool_busy_nanoseconds_total", true, nanos_of(&PoolCounters::busy_time)},
-      {"troupe_pool_parked_nanoseconds_total", true, nanos_of(&PoolCounters::parked_time)},
-      {"troupe_pool_cpu_nanoseconds_total", true, nanos_of(&PoolCounters::cpu_time)},
+      {"troupe_pool_busy_seconds_total", true, nanos_of(&PoolCounters::busy_time)},
+      {"troupe_pool_parked_seconds_total", true, nanos_of(&PoolCounters::parked_time)},
+      {"troupe_pool_cpu_seconds_total", true, nanos_of(&PoolCounters::cpu_time)},
   };
   const MetricsRegistry& metrics = system->metrics();
   const MetricLabels of_pool = {{"pool", "Count"}};

@@ -6,7 +6,8 @@
 // one cluster when each is given the same Cluster() string before it starts. With Tls, clients
 // must come over https:// with a certificate signed by the CA (--client-cert-auth).
 //
-// Only the process it started is ever signalled (by its pid), and every wait is bounded.
+// Only the process it started is ever signalled (by its pid), and every wait is bounded
+// (test_process.h).
 //
 // Thread-safety: thread-compatible (the test's thread).
 //
@@ -19,16 +20,10 @@
 //   for (auto& member : members) ASSERT_TRUE(member->WaitServing());
 #pragma once
 
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +39,7 @@
 
 #include "interconnect/testing/free_ports.h"
 #include "node/internal/etcd_client.h"
+#include "ut/integration/test_process.h"
 #include "ut/interconnect/ic_test_util.h"
 
 namespace troupe::testutil {
@@ -96,7 +92,7 @@ class EtcdServer {
   }
   uint16_t client_port() const { return client_port_; }
   std::string peer_url() const { return absl::StrCat("http://127.0.0.1:", peer_port_); }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
 
   // Starts etcd alone and waits (up to 20 s) until it answers; false (with the log's tail) if
   // not.
@@ -127,25 +123,8 @@ class EtcdServer {
       args.push_back("--trusted-ca-file=" + tls_->ca_file);
       args.push_back("--client-cert-auth");
     }
-    std::vector<char*> argv;
-    for (std::string& arg : args) {
-      argv.push_back(arg.data());
-    }
-    argv.push_back(nullptr);
     std::filesystem::create_directories(dir_);
-    const std::string log = dir_ + "/etcd.log";
-    // Between fork and exec a child of a threaded process makes only async-signal-safe calls.
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, STDOUT_FILENO);
-        ::dup2(fd, STDERR_FILENO);
-      }
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    process_.Launch(std::move(args), dir_ + "/etcd.log");
   }
 
   // Waits until the member answers a range request (up to `timeout`); false (with the log's
@@ -156,44 +135,24 @@ class EtcdServer {
         absl::Milliseconds(500), tls_.has_value() ? tls_->client : node::internal::EtcdTlsFiles{});
     const bool up = Eventually([&] { return probe.Range("/troupe-probe").ok(); }, timeout);
     if (!up) {
-      std::ifstream in(dir_ + "/etcd.log");
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       ADD_FAILURE() << "etcd " << name_ << " did not answer at " << endpoint() << "; its log:\n"
-                    << text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+                    << process_.LogTail();
     }
     return up;
   }
 
   // Ends etcd (SIGTERM, then SIGKILL after 5 s) and reaps it.
-  void Stop() { End(SIGTERM); }
+  void Stop() { process_.Stop(); }
   // Kills etcd at once (SIGKILL), as a crash or a lost machine would, and reaps it.
-  void Kill() { End(SIGKILL); }
+  void Kill() { process_.Kill(); }
 
  private:
-  void End(int signal) {
-    if (pid_ <= 0) {
-      return;
-    }
-    ::kill(pid_, signal);
-    int status = 0;
-    const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (absl::Now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    pid_ = -1;
-  }
-
   const std::string name_;
   const std::optional<Tls> tls_;
   const std::string dir_;
   uint16_t client_port_ = 0;
   uint16_t peer_port_ = 0;
-  pid_t pid_ = -1;
+  TestProcess process_;
 };
 
 }  // namespace troupe::testutil

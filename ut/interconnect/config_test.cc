@@ -88,6 +88,10 @@ TEST(InterconnectConfigTest, WithDefaultsFillsTheDocumentedValues) {
   EXPECT_EQ(full.max_event_size(), 8u << 20);
   EXPECT_EQ(full.max_queued_bytes(), uint64_t{64} << 20);
   EXPECT_EQ(full.max_redial_delay_ms(), 10'000u);
+  EXPECT_TRUE(full.per_peer_histograms());
+  proto::InterconnectConfig without;
+  without.set_per_peer_histograms(false);
+  EXPECT_FALSE(WithDefaults(without).per_peer_histograms()) << "an explicit false stays";
   EXPECT_TRUE(ValidateConfig(full).ok()) << ValidateConfig(full);
   EXPECT_EQ(WithDefaults(proto::InterconnectConfig()).dead_peer_timeout_ms(), 3000u);
 }

@@ -65,7 +65,7 @@ TEST(SessionMetricsTest, ARunningNodeRegistersEveryRowAndNoSessionMetricWithoutO
 TEST(SessionMetricsTest, EachCounterOfAChannelReachesItsFieldOfSessionCounters) {
   MetricsRegistry registry;
   PeerChannel channel(7);
-  channel.PublishMetrics(registry);
+  channel.PublishMetrics(registry, /*histogram=*/true);
   ASSERT_EQ(SessionCountersOf(registry).size(), 1u);
   const SessionCounters fresh = SessionCountersOf(registry)[0];
   EXPECT_EQ(fresh.peer, 7u);
@@ -138,7 +138,7 @@ TEST(SessionMetricsTest, EachCounterOfAChannelReachesItsFieldOfSessionCounters) 
       {"troupe_session_overloaded_total", 16},
       {"troupe_session_failed_links", 17},
       {"troupe_session_held_bytes", 18},
-      {"troupe_session_round_trip_nanoseconds", 19'000},
+      {"troupe_session_smoothed_round_trip_seconds", 19'000},
   };
   for (const auto& [name, value] : exposed) {
     EXPECT_EQ(registry.Value(name, {{"peer", "7"}}), value) << name;
