@@ -73,10 +73,14 @@ expect_find_failure(interconnect "\"interconnect\" needs[^\"]*\"OpenSSL\""
                     -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON)
 
 # pkg-config, with no CMake: the whole runtime for a node, and what troupe-actors leaves out.
-pkg_config(troupe --cflags --libs)
-separate_arguments(flags UNIX_COMMAND "${pkg_config_output}")
-run(${CXX_LAUNCHER} ${CXX_COMPILER} -std=c++20 -O1 "${here}/consumer/consumer_node.cc" ${flags}
-    -o "${WORK_DIR}/pkg_config_node")
+# Compiled and linked in two commands: the launcher (ccache) caches a compile, not a link.
+pkg_config(troupe --cflags)
+separate_arguments(cflags UNIX_COMMAND "${pkg_config_output}")
+pkg_config(troupe --libs)
+separate_arguments(libs UNIX_COMMAND "${pkg_config_output}")
+run(${CXX_LAUNCHER} ${CXX_COMPILER} -std=c++20 -O1 ${cflags} -c "${here}/consumer/consumer_node.cc"
+    -o "${WORK_DIR}/pkg_config_node.o")
+run(${CXX_COMPILER} "${WORK_DIR}/pkg_config_node.o" ${libs} -o "${WORK_DIR}/pkg_config_node")
 run("${WORK_DIR}/pkg_config_node")
 expect_pkg_config_without_private(troupe-actors)
 
