@@ -123,6 +123,22 @@ struct PairRow {
   uint64_t scheduled = 0;
   uint64_t unsent = 0;
   LatencyHistogram send_lag;
+
+  // Adds `row`'s figures to these (the "all" row: rates and MB/s add up over the pairs).
+  void Add(const PairRow& row) {
+    acked += row.acked;
+    rate += row.rate;
+    mbps += row.mbps;
+    rtt.Merge(row.rtt);
+    lost += row.lost;
+    dup += row.dup;
+    undelivered += row.undelivered;
+    unsure += row.unsure;
+    sent += row.sent;
+    scheduled += row.scheduled;
+    unsent += row.unsent;
+    send_lag.Merge(row.send_lag);
+  }
 };
 
 std::vector<PairRow> PairRows(const std::vector<LoadPair>& pairs,
@@ -197,15 +213,14 @@ LatencySummary Latencies(const LatencyHistogram& histogram) {
   return latency;
 }
 
-PairSummary ToPairSummary(const PairRow& row, const LatencyHistogram& latency,
-                          const std::string& why) {
+PairSummary ToPairSummary(const PairRow& row, const std::string& why) {
   PairSummary pair;
   pair.set_pair(row.pair.id);
   pair.set_route(row.pair.id == 0 ? std::string("all") : Route(row.pair));
   pair.set_events(row.acked);
   pair.set_events_per_s(row.rate);
   pair.set_mb_per_s(row.mbps);
-  *pair.mutable_latency() = Latencies(latency);
+  *pair.mutable_latency() = Latencies(row.rtt);
   pair.set_lost(row.lost);
   pair.set_dup(row.dup);
   pair.set_undelivered(row.undelivered);
@@ -466,13 +481,9 @@ std::string LatencyText(uint64_t rate) {
 std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
                  const std::vector<LoadSecond>& seconds, const std::string& plot_problem,
                  const std::vector<ComparisonRow>& comparison) {
-  std::string html = absl::StrCat(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Troupe load report</title>\n",
-      "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
-      "margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
-      "th{background:#f2f2f2}td.l{text-align:left}.bad{color:#b00}</style></head><body>\n",
-      "<h1>Troupe load report</h1>\n<p>", HtmlEscape(run.title),
-      "</p>\n<p>Mode: ", HtmlEscape(ModeText(run.rate, run.window)), "</p>\n");
+  std::string html =
+      absl::StrCat(HtmlHead(), "<p>", HtmlEscape(run.title),
+                   "</p>\n<p>Mode: ", HtmlEscape(ModeText(run.rate, run.window)), "</p>\n");
   auto list = [&html](const std::vector<std::string>& lines, const char* attributes) {
     absl::StrAppend(&html, "<ul", attributes, ">\n");
     for (const std::string& line : lines) {
@@ -643,7 +654,6 @@ LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
   };
   std::printf("\n%4s %-7s %11s %11s %8s %9s %9s %9s %7s %5s %6s %6s\n", "pair", "route", "events",
               "events/s", "MB/s", "p50 us", "p99 us", "p99.9 us", "lost", "dup", "undel", "unsure");
-  LatencyHistogram all;
   PairRow total;
   for (const PairRow& row : PairRows(pairs, reports)) {
     const std::string route = Route(row.pair);
@@ -658,24 +668,13 @@ LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
       judge(row.pair, row.problem, 0);
       continue;
     }
-    all.Merge(row.rtt);
-    total.acked += row.acked;
-    total.rate += row.rate;
-    total.mbps += row.mbps;
-    total.lost += row.lost;
-    total.dup += row.dup;
-    total.undelivered += row.undelivered;
-    total.unsure += row.unsure;
+    total.Add(row);
     std::printf("%s\n", TableLine(absl::StrCat(row.pair.id), route, row, row.rtt).c_str());
-    total.sent += row.sent;
-    total.scheduled += row.scheduled;
-    total.unsent += row.unsent;
-    total.send_lag.Merge(row.send_lag);
     if (const std::string why = PairWhy(row, r); !why.empty()) {
       judge(row.pair, why, r->dups());
     }
   }
-  std::printf("%s\n", TableLine("all", "", total, all).c_str());
+  std::printf("%s\n", TableLine("all", "", total, total.rtt).c_str());
   if (rate != 0) {
     std::printf(
         "%s\n",
@@ -707,26 +706,14 @@ PhaseSummary SummarizePhase(const LoadRunInfo& run, const LoadFigures& figures) 
   phase.set_rate_per_pair(run.rate);
   phase.set_window(run.window);
   phase.set_seconds(run.seconds);
-  LatencyHistogram all;
   PairRow total;
   for (const PairRow& row : PairRows(run.pairs, reports)) {
     const auto it = reports.find(row.pair.id);
     const std::string why = PairWhy(row, it == reports.end() ? nullptr : &it->second);
-    *phase.add_pairs() = ToPairSummary(row, row.rtt, why);
-    all.Merge(row.rtt);
-    total.acked += row.acked;
-    total.rate += row.rate;
-    total.mbps += row.mbps;
-    total.lost += row.lost;
-    total.dup += row.dup;
-    total.undelivered += row.undelivered;
-    total.unsure += row.unsure;
-    total.sent += row.sent;
-    total.scheduled += row.scheduled;
-    total.unsent += row.unsent;
-    total.send_lag.Merge(row.send_lag);
+    *phase.add_pairs() = ToPairSummary(row, why);
+    total.Add(row);
   }
-  *phase.mutable_all() = ToPairSummary(total, all, run.failures.empty() ? "" : "the run failed");
+  *phase.mutable_all() = ToPairSummary(total, run.failures.empty() ? "" : "the run failed");
   phase.set_target_events_per_s(static_cast<double>(run.rate) *
                                 static_cast<double>(run.pairs.size()));
   phase.set_sent_events_per_s(static_cast<double>(total.sent) /

@@ -430,11 +430,7 @@ absl::StatusOr<std::string> WriteRunIndex(const std::string& dir, const LoadSumm
     return written;
   }
   std::string html = absl::StrCat(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Troupe load report</title>\n",
-      "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
-      "margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
-      "th{background:#f2f2f2}td.l{text-align:left}.bad{color:#b00}</style></head><body>\n",
-      "<h1>Troupe load report</h1>\n<p>", HtmlEscape(summary.title()), "</p>\n<p>Mode: ",
+      HtmlHead(), "<p>", HtmlEscape(summary.title()), "</p>\n<p>Mode: ",
       HtmlEscape(summary.phases().empty()
                      ? std::string()
                      : ModeText(summary.phases(0).rate_per_pair(), summary.phases(0).window())),
@@ -499,6 +495,14 @@ absl::StatusOr<std::string> WriteRunIndex(const std::string& dir, const LoadSumm
 }
 
 // -- helpers the report writers share ------------------------------------------------------------
+
+std::string HtmlHead() {
+  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Troupe load report</title>\n"
+         "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
+         "margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
+         "th{background:#f2f2f2}td.l{text-align:left}.bad{color:#b00}</style></head><body>\n"
+         "<h1>Troupe load report</h1>\n";
+}
 
 absl::Status WriteTextFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

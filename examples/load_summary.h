@@ -143,6 +143,8 @@ absl::StatusOr<std::string> WriteRunIndex(const std::string& dir, const LoadSumm
 
 // Writes `text` to `path`, replacing it; kInternal names the file.
 absl::Status WriteTextFile(const std::string& path, const std::string& text);
+// Returns the start of a report.html: the head with its style, the body's heading.
+std::string HtmlHead();
 // Returns `text` with &, <, > and " escaped for HTML.
 std::string HtmlEscape(const std::string& text);
 
