@@ -309,8 +309,9 @@ std::string HistogramCsv(const LatencyHistogram& all) {
 // Latency over time (p50, p99, max of all pairs per second, log y) above the histogram of every
 // round trip (log x); throughput over time (events/s of all pairs, then of each pair). Each into
 // a PNG and an SVG; with a baseline (baseline_per_second.csv) its lines dashed on the same axes.
-std::string GnuplotScript(const std::string& dir, const LoadRunInfo& run, size_t seconds,
-                          bool baseline) {
+std::string GnuplotScript(const std::string& dir, const LoadRunInfo& run,
+                          const std::vector<LoadSecond>& by_second, bool baseline) {
+  const size_t seconds = by_second.size();
   const std::string& title = run.title;
   const std::vector<ChaosEvent>& chaos = run.chaos;
   // Whole seconds on the x axis: one tick each for a short run, about ten for a long one.
@@ -342,7 +343,18 @@ std::string GnuplotScript(const std::string& dir, const LoadRunInfo& run, size_t
                           event.second, event.second, color, GnuplotString(label), event.second,
                           label_y, color);
   }
+  // Each pair's events per second as a data block of its own ($pair<id>): the rows of
+  // per_pair_second.csv interleave the pairs, and a filter over them would break every line.
   std::string script;
+  for (const LoadPair& pair : run.pairs) {
+    absl::StrAppend(&script, "$pair", pair.id, " << EOD\n");
+    for (const LoadSecond& second : by_second) {
+      if (const auto it = second.by_pair.find(pair.id); it != second.by_pair.end()) {
+        absl::StrAppend(&script, second.second, ",", it->second.acked(), "\n");
+      }
+    }
+    absl::StrAppend(&script, "EOD\n");
+  }
   for (const auto& [terminal, file] :
        {std::pair{"pngcairo size 960,720 font 'sans,10'", "latency.png"},
         std::pair{"svg size 960,720 font 'sans,10' background '#ffffff'", "latency.svg"}}) {
@@ -402,13 +414,9 @@ std::string GnuplotScript(const std::string& dir, const LoadRunInfo& run, size_t
                     "set title 'Throughput per second, each pair'\nplot ");
     for (size_t i = 0; i < run.pairs.size(); ++i) {
       const LoadPair& pair = run.pairs[i];
-      // The pairs' rows interleave: `smooth unique` joins each pair's own points.
-      absl::StrAppendFormat(&script,
-                            "%s%s using 1:($2==%u?$3:1/0) every ::1 smooth unique with "
-                            "linespoints title 'pair %u (%u->%u)'",
-                            i == 0 ? "" : ", \\\n     ",
-                            GnuplotString(dir + "/per_pair_second.csv"), pair.id, pair.id,
-                            pair.sender, pair.receiver);
+      absl::StrAppendFormat(
+          &script, "%s$pair%u using 1:2 with linespoints title 'pair %u (%u->%u)'",
+          i == 0 ? "" : ", \\\n     ", pair.id, pair.id, pair.sender, pair.receiver);
     }
     if (run.rate != 0) {
       absl::StrAppendFormat(&script,
@@ -772,7 +780,7 @@ absl::StatusOr<std::string> WriteLoadReport(const std::string& dir, const LoadRu
         std::pair{"per_pair_second.csv", PerSecondCsv(seconds, /*by_pair=*/true)},
         std::pair{"latency_histogram.csv", HistogramCsv(all)},
         std::pair{"report.gp",
-                  GnuplotScript(dir, run, seconds.size(), !run.baseline_per_second.empty())}}) {
+                  GnuplotScript(dir, run, seconds, !run.baseline_per_second.empty())}}) {
     if (absl::Status written = WriteTextFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
       return written;
     }

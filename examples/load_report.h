@@ -22,8 +22,9 @@
 //   |                        | or left and ready again in a rolling restart, seconds after the |
 //   |                        | load start (chaos.h)                                            |
 //   | throughput.png, .svg   | events/s per second of all pairs (open loop: sent and the       |
-//   |                        | target too) above each pair's, from per_second.csv and          |
-//   |                        | per_pair_second.csv; a baseline's figures dashed                |
+//   |                        | target too) above each pair's: per_second.csv, and              |
+//   |                        | per_pair_second.csv's figures as data blocks in report.gp; a    |
+//   |                        | baseline's figures dashed                                       |
 //   | summary.json           | LoadSummary (loadtest.proto) as JSON: metadata, parameters,     |
 //   |                        | each pair's figures and verdict (load_summary.h)                |
 //   | baseline_per_second.csv| with --baseline: the baseline's per_second.csv, drawn dashed    |
