@@ -46,6 +46,12 @@
 // from the first leave to the last ready next to the whole run's. A step that fails, or a roll
 // the load ends before, fails the run; --roll goes with neither --chaos nor the etcd churn.
 //
+// The work directory is --workdir (made with its parents) or a new one under $TMPDIR (/tmp when
+// unset). The load's flags (--payload, --rate, --window, --baseline, --report) go to the load
+// generator, with the nodes' pids (--node_pids: their CPU seconds in the report) and this
+// program's command line; several payload sizes and a bad baseline are refused before any
+// process starts.
+//
 // Exit status (cli.h): the load generator's (0 passed, 1 failed), 1 when a node failed, 2 on a
 // bad flag, 3 on a bad --node_config (or a node that found its config bad).
 //

@@ -27,7 +27,14 @@
 // gives — and a pair of its own, from it to the first node of the load still a member, for the
 // rest of the run, with its own row in the table.
 //
+// --rate=N makes the load an open loop (open_loop.h): N events/s per pair on a fixed schedule,
+// latency from each event's intended send time. --payload=64,1024 runs one phase per size.
+// Every report carries the run's metadata and summary.json (load_summary.h); --baseline=DIR sets
+// the run beside an earlier report, checked before the load starts.
+//
 //   troupe_loadgen --config=cluster.conf --node_id=4 --seconds=5 [--report=/tmp/run1]
+//   troupe_loadgen --config=cluster.conf --node_id=4 --rate=50000 --window=1024 --report=/tmp/r2
+//   troupe_loadgen --config=cluster.conf --node_id=4 --baseline=/tmp/run1 --report=/tmp/run3
 //   troupe_loadgen --config=etcd.conf --expect_nodes=3 --seconds=5   # membership in etcd
 #include <algorithm>
 #include <cmath>
