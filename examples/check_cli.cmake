@@ -6,7 +6,8 @@
 #   exit 2 with one line on stderr naming it;
 # - troupe_node with a config that fails any section's validation, does not parse or is missing:
 #   exit 3, the field (or line) at fault on stderr; troupe_cluster with such a --node_config: 3;
-# - out-of-range values and a bad --chaos plan: exit 2, before any process starts;
+# - out-of-range values, a bad --chaos plan, bad payload sizes, --rate or --baseline: exit 2,
+#   before any process starts;
 # - --membership=etcd's flags (a join or leave without it, a missing etcd, troupe_loadgen without
 #   --expect_nodes): exit 2 before etcd or any node starts; a --node_config with a node_id: 3.
 # Run with -DBIN_DIR=<examples build directory> -DVERSION=<Troupe version> -DDIR=<scratch dir>.
@@ -102,6 +103,19 @@ expect(2 "" "--roll_binary and --roll_node_flags need --roll" troupe_cluster
        --roll_node_flags=--a=b)
 expect(2 "" "--roll_node_flags: 'x' is not a flag" troupe_cluster --roll=1 "--roll_node_flags=x")
 expect(2 "" "/no/troupe_node: No such file" troupe_cluster --roll=1 --roll_binary=/no/troupe_node)
+# The load's flags, checked before any process starts: payload sizes, the open loop's rate, the
+# baseline.
+expect(2 "" "--payload: '64k' is not a size in bytes" troupe_cluster --payload=64,64k)
+expect(2 "" "--payload with several sizes: not with --chaos, --roll" troupe_cluster
+       --payload=64,1024 --chaos=kill:2@1)
+expect(2 "" "--baseline=${DIR}/nothing: ${DIR}/nothing/summary.json: cannot read" troupe_cluster
+       "--baseline=${DIR}/nothing")
+expect(2 "" "--rate: at most 1000000000 events/s per pair" troupe_loadgen
+       "--config=${DIR}/bad_field.conf" --rate=1000000001)
+expect(2 "" "--payload: '-1' is not a size in bytes" troupe_loadgen
+       "--config=${DIR}/bad_field.conf" --payload=-1)
+expect(2 "" "--node_pids: 'x': want NODE:PID" troupe_loadgen "--config=${DIR}/bad_field.conf"
+       --node_pids=x)
 # Membership in etcd: the flags that go with it, checked before etcd or any node starts.
 expect(2 "" "--membership: static or etcd, got 'dns'" troupe_cluster --membership=dns)
 expect(2 "" "--chaos: join needs --membership=etcd" troupe_cluster --chaos=join@1)

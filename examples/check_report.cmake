@@ -3,8 +3,8 @@
 # - the run passes, and stdout names report.html;
 # - per_second.csv has one row per second of the run, each with events and a p50;
 # - pairs.csv has one row per pair; latency_histogram.csv has buckets;
-# - with gnuplot on PATH (scripts/setup.sh installs gnuplot-nox), latency.png and latency.svg are
-#   non-empty images and report.html shows the PNG; without it report.html says why there is none.
+# - with gnuplot on PATH (scripts/setup.sh installs gnuplot-nox), latency.png, latency.svg,
+#   throughput.png and throughput.svg are non-empty images and report.html shows both PNGs; without it report.html says why there is none.
 # Run with -DCLUSTER=<troupe_cluster> -DDIR=<work directory>.
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
@@ -54,7 +54,7 @@ if(NOT html MATCHES "Passed")
 endif()
 find_program(GNUPLOT gnuplot)
 if(GNUPLOT)
-  foreach(image latency.png latency.svg)
+  foreach(image latency.png latency.svg throughput.png throughput.svg)
     file(SIZE "${report}/${image}" size)
     if(size LESS 1000)
       message(FATAL_ERROR "${image}: ${size} bytes, not a plot")
@@ -64,9 +64,11 @@ if(GNUPLOT)
   if(NOT magic STREQUAL "89504e47")
     message(FATAL_ERROR "latency.png is not a PNG (starts with ${magic})")
   endif()
-  if(NOT html MATCHES "<img src=\"latency.png\"")
-    message(FATAL_ERROR "report.html does not show latency.png")
-  endif()
+  foreach(image latency.png throughput.png)
+    if(NOT html MATCHES "<img src=\"${image}\"")
+      message(FATAL_ERROR "report.html does not show ${image}")
+    endif()
+  endforeach()
 else()
   message(STATUS "gnuplot not on PATH: checking that report.html says there is no plot")
   if(NOT html MATCHES "No plot")

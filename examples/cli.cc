@@ -13,6 +13,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
@@ -188,6 +189,20 @@ std::string ExitStatusHelp() {
 std::string VersionLine(absl::string_view program) {
   const VersionInfo version = Version();
   return absl::StrCat(program, " (Troupe) ", version.version, " (commit ", version.commit, ")");
+}
+
+std::string CommandLine(int argc, const char* const* argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i) {
+    const absl::string_view word = argv[i];
+    absl::StrAppend(&line, i == 0 ? "" : " ");
+    if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?;&|<>()[]{}~#") == word.npos) {
+      absl::StrAppend(&line, word);
+    } else {
+      absl::StrAppend(&line, "'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'");
+    }
+  }
+  return line;
 }
 
 void ParseFlagsOrExit(int argc, char** argv, absl::string_view usage) {

@@ -46,6 +46,10 @@ std::string ExitStatusHelp();
 // actors/version.h); the commit is "unknown" for a build outside a git checkout.
 std::string VersionLine(absl::string_view program);
 
+// Returns the command line `argv` as a shell would take it back: the words joined by spaces, one
+// holding a space, a quote or another shell character in single quotes.
+std::string CommandLine(int argc, const char* const* argv);
+
 // Sets the usage message and parses argv into the ABSL_FLAGs. Exits (never returns) with kExitOk
 // after printing the help to stdout on `--help`, `-h`, `--helpfull` (also abseil's own flags),
 // `--helpshort`, `--helpon`, `--helpmatch` or `--helppackage`, and after printing VersionLine on

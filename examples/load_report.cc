@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
+#include "load_summary.h"
 #include "loadtest.h"
 
 extern char** environ;  // NOLINT: POSIX declares it nowhere else
@@ -41,6 +42,7 @@ void LoadFigures::AddSecond(const LoadProgress& progress) {
   ++second.pairs;
   second.acked += progress.acked();
   second.bytes += progress.bytes();
+  second.sent += progress.sent();
   AddHistogramProto(progress.rtt(), &second.rtt);
 }
 
@@ -116,6 +118,27 @@ struct PairRow {
   uint64_t undelivered = 0;
   uint64_t unsure = 0;
   std::string problem;
+  // Open loop: events sent, in the schedule, never sent; how late they went out.
+  uint64_t sent = 0;
+  uint64_t scheduled = 0;
+  uint64_t unsent = 0;
+  LatencyHistogram send_lag;
+
+  // Adds `row`'s figures to these (the "all" row: rates and MB/s add up over the pairs).
+  void Add(const PairRow& row) {
+    acked += row.acked;
+    rate += row.rate;
+    mbps += row.mbps;
+    rtt.Merge(row.rtt);
+    lost += row.lost;
+    dup += row.dup;
+    undelivered += row.undelivered;
+    unsure += row.unsure;
+    sent += row.sent;
+    scheduled += row.scheduled;
+    unsent += row.unsent;
+    send_lag.Merge(row.send_lag);
+  }
 };
 
 std::vector<PairRow> PairRows(const std::vector<LoadPair>& pairs,
@@ -138,6 +161,10 @@ std::vector<PairRow> PairRows(const std::vector<LoadPair>& pairs,
       row.undelivered = r.undelivered();
       row.unsure = r.unsure();
       row.problem = r.problem();
+      row.sent = r.sent();
+      row.scheduled = r.scheduled();
+      row.unsent = r.unsent();
+      AddHistogramProto(r.send_lag(), &row.send_lag);
     } else {
       row.problem = "no report";
     }
@@ -147,6 +174,65 @@ std::vector<PairRow> PairRows(const std::vector<LoadPair>& pairs,
 }
 
 std::string Route(const LoadPair& pair) { return absl::StrCat(pair.sender, "->", pair.receiver); }
+
+// Whether a pair's report left it short of an event, and why; empty when it passed (or sent
+// nothing because a node it touches left before it started, cleanly).
+std::string PairWhy(const PairRow& row, const LoadReport* r) {
+  if (r != nullptr && (r->sender_left() || r->receiver_left()) && r->sent() == 0 &&
+      r->problem().empty()) {
+    return "";
+  }
+  if (r == nullptr || !r->problem().empty()) {
+    return row.problem;
+  }
+  if (r->sent() == 0) {
+    return "sent nothing";
+  }
+  if (row.lost != 0) {
+    return absl::StrCat(row.lost, " of ", r->sent(),
+                        " events neither acknowledged nor reported undelivered");
+  }
+  if (r->acked() + r->leave_undelivered() != r->sent()) {
+    return absl::StrCat(r->undelivered() - r->leave_undelivered(), " of ", r->sent(),
+                        " events undelivered");
+  }
+  if (r->dups() != 0 || r->gaps() != 0 || r->reorders() != 0) {
+    return absl::StrCat("receiver saw ", r->dups(), " duplicates and ", r->gaps(),
+                        " gaps; sender saw ", r->reorders(), " acks out of order");
+  }
+  return "";
+}
+
+LatencySummary Latencies(const LatencyHistogram& histogram) {
+  LatencySummary latency;
+  latency.set_p50_us(Micros(histogram.Percentile(0.5)));
+  latency.set_p90_us(Micros(histogram.Percentile(0.9)));
+  latency.set_p99_us(Micros(histogram.Percentile(0.99)));
+  latency.set_p999_us(Micros(histogram.Percentile(0.999)));
+  latency.set_max_us(Micros(histogram.Percentile(1.0)));
+  return latency;
+}
+
+PairSummary ToPairSummary(const PairRow& row, const std::string& why) {
+  PairSummary pair;
+  pair.set_pair(row.pair.id);
+  pair.set_route(row.pair.id == 0 ? std::string("all") : Route(row.pair));
+  pair.set_events(row.acked);
+  pair.set_events_per_s(row.rate);
+  pair.set_mb_per_s(row.mbps);
+  *pair.mutable_latency() = Latencies(row.rtt);
+  pair.set_lost(row.lost);
+  pair.set_dup(row.dup);
+  pair.set_undelivered(row.undelivered);
+  pair.set_unsure(row.unsure);
+  pair.set_passed(why.empty());
+  pair.set_problem(why);
+  pair.set_sent(row.sent);
+  pair.set_scheduled(row.scheduled);
+  pair.set_unsent(row.unsent);
+  pair.set_send_lag_p99_us(Micros(row.send_lag.Percentile(0.99)));
+  return pair;
+}
 
 // One line of the terminal table.
 std::string TableLine(const std::string& pair, const std::string& route, const PairRow& row,
@@ -165,24 +251,9 @@ std::string CsvField(const std::string& text) {
   return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
 }
 
-std::string HtmlEscape(const std::string& text) {
-  return absl::StrReplaceAll(text,
-                             {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
-}
-
 // A gnuplot single-quoted string: a quote inside is written twice.
 std::string GnuplotString(const std::string& text) {
   return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "''"}}), "'");
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) {
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
 }
 
 std::string PairsCsv(const std::vector<PairRow>& rows) {
@@ -201,23 +272,24 @@ std::string PairsCsv(const std::vector<PairRow>& rows) {
 
 // One row per second of all pairs (`by_pair` false), or per second and pair.
 std::string PerSecondCsv(const std::vector<LoadSecond>& seconds, bool by_pair) {
-  std::string csv = by_pair ? "second,pair,events,mb,p50_us,p99_us,max_us\n"
-                            : "second,pairs,events,mb,p50_us,p99_us,max_us\n";
+  // `events` are those acknowledged in the second (events/s), `sent` those sent in it.
+  std::string csv = by_pair ? "second,pair,events,mb,p50_us,p99_us,max_us,sent\n"
+                            : "second,pairs,events,mb,p50_us,p99_us,max_us,sent\n";
   auto row = [&csv](uint32_t second, uint32_t pair, uint64_t acked, uint64_t bytes,
-                    const LatencyHistogram& rtt) {
-    absl::StrAppendFormat(&csv, "%u,%u,%u,%.3f,%.1f,%.1f,%.1f\n", second, pair, acked,
+                    const LatencyHistogram& rtt, uint64_t sent) {
+    absl::StrAppendFormat(&csv, "%u,%u,%u,%.3f,%.1f,%.1f,%.1f,%u\n", second, pair, acked,
                           static_cast<double>(bytes) / 1e6, Micros(rtt.Percentile(0.5)),
-                          Micros(rtt.Percentile(0.99)), Micros(rtt.Percentile(1.0)));
+                          Micros(rtt.Percentile(0.99)), Micros(rtt.Percentile(1.0)), sent);
   };
   for (const LoadSecond& second : seconds) {
     if (!by_pair) {
-      row(second.second, second.pairs, second.acked, second.bytes, second.rtt);
+      row(second.second, second.pairs, second.acked, second.bytes, second.rtt, second.sent);
       continue;
     }
     for (const auto& [pair, progress] : second.by_pair) {
       LatencyHistogram rtt;
       AddHistogramProto(progress.rtt(), &rtt);
-      row(second.second, pair, progress.acked(), progress.bytes(), rtt);
+      row(second.second, pair, progress.acked(), progress.bytes(), rtt, progress.sent());
     }
   }
   return csv;
@@ -235,9 +307,13 @@ std::string HistogramCsv(const LatencyHistogram& all) {
 }
 
 // Latency over time (p50, p99, max of all pairs per second, log y) above the histogram of every
-// round trip (log x), into both a PNG and an SVG.
-std::string GnuplotScript(const std::string& dir, const std::string& title, size_t seconds,
-                          const std::vector<ChaosEvent>& chaos) {
+// round trip (log x); throughput over time (events/s of all pairs, then of each pair). Each into
+// a PNG and an SVG; with a baseline (baseline_per_second.csv) its lines dashed on the same axes.
+std::string GnuplotScript(const std::string& dir, const LoadRunInfo& run,
+                          const std::vector<LoadSecond>& by_second, bool baseline) {
+  const size_t seconds = by_second.size();
+  const std::string& title = run.title;
+  const std::vector<ChaosEvent>& chaos = run.chaos;
   // Whole seconds on the x axis: one tick each for a short run, about ten for a long one.
   const size_t xtics = std::max<size_t>(1, (seconds + 9) / 10);
   // A dashed line at each fault, labelled at the top; the x axis starts at the load start so a
@@ -267,28 +343,88 @@ std::string GnuplotScript(const std::string& dir, const std::string& title, size
                           event.second, event.second, color, GnuplotString(label), event.second,
                           label_y, color);
   }
+  // Each pair's events per second as a data block of its own ($pair<id>): the rows of
+  // per_pair_second.csv interleave the pairs, and a filter over them would break every line.
   std::string script;
+  for (const LoadPair& pair : run.pairs) {
+    absl::StrAppend(&script, "$pair", pair.id, " << EOD\n");
+    for (const LoadSecond& second : by_second) {
+      if (const auto it = second.by_pair.find(pair.id); it != second.by_pair.end()) {
+        absl::StrAppend(&script, second.second, ",", it->second.acked(), "\n");
+      }
+    }
+    absl::StrAppend(&script, "EOD\n");
+  }
   for (const auto& [terminal, file] :
        {std::pair{"pngcairo size 960,720 font 'sans,10'", "latency.png"},
         std::pair{"svg size 960,720 font 'sans,10' background '#ffffff'", "latency.svg"}}) {
     absl::StrAppend(
         &script, "set terminal ", terminal, "\nset output ", GnuplotString(dir + "/" + file),
         "\nset datafile separator ','\n", "set multiplot layout 2,1 title ", GnuplotString(title),
-        "\nset title 'Round-trip time per second, all pairs'\n",
-        "set xlabel 'second of the run'; set ylabel 'RTT (us)'; set logscale y; set grid\n",
-        "set xtics ", xtics, "\n", faults, "set key outside right\n", "plot ",
+        "\nset title '", run.rate == 0 ? "Round-trip time" : "Latency from the intended send time",
+        " per second, all pairs'\n", "set xlabel 'second of the run'; set ylabel '",
+        run.rate == 0 ? "RTT" : "latency", " (us)'; set logscale y; set grid\n", "set xtics ",
+        xtics, "\n", faults, "set key outside right\n", "plot ",
         GnuplotString(dir + "/per_second.csv"),
         " using 1:5 every ::1 with linespoints lw 2 title 'p50', \\\n", "     ",
         GnuplotString(dir + "/per_second.csv"),
         " using 1:6 every ::1 with linespoints lw 2 title 'p99', \\\n", "     ",
-        GnuplotString(dir + "/per_second.csv"), " using 1:7 every ::1 with lines title 'max'\n",
-        "unset arrow; unset label; set autoscale x\n",
-        "unset logscale; set logscale xy; set xtics autofreq; set yrange [0.8:*]\n",
-        "set title 'Round-trip time histogram, all pairs (log-linear buckets)'\n",
-        "set xlabel 'RTT (us)'; set ylabel 'round trips'; set style fill solid 0.6\n", "plot ",
+        GnuplotString(dir + "/per_second.csv"), " using 1:7 every ::1 with lines title 'max'",
+        baseline ? absl::StrCat(", \\\n     ", GnuplotString(dir + "/baseline_per_second.csv"),
+                                " using 1:5 every ::1 with lines dt 2 lw 2 title 'baseline p50', "
+                                "\\\n     ",
+                                GnuplotString(dir + "/baseline_per_second.csv"),
+                                " using 1:6 every ::1 with lines dt 2 lw 2 title 'baseline p99'")
+                 : std::string(),
+        "\nunset arrow; unset label; set autoscale x\n",
+        "unset logscale; set logscale xy; set xtics autofreq; set yrange [0.8:*]\n", "set title '",
+        run.rate == 0 ? "Round-trip time" : "Latency", " histogram, all pairs ",
+        "(log-linear buckets)'\n", "set xlabel '", run.rate == 0 ? "RTT" : "latency",
+        " (us)'; set ylabel 'events'; set style fill solid 0.6\n", "plot ",
         GnuplotString(dir + "/latency_histogram.csv"),
         " using (($1+$2)/2):3:1:2:(0.8):3 every ::1 with boxxyerror notitle\n",
         "unset multiplot\nunset output\n", "reset\n");
+  }
+  // Throughput: acknowledged events per second (events/s), all pairs above each pair. Open loop:
+  // what was sent next to the target.
+  const auto pair_count = static_cast<double>(run.pairs.size());
+  for (const auto& [terminal, file] :
+       {std::pair{"pngcairo size 960,720 font 'sans,10'", "throughput.png"},
+        std::pair{"svg size 960,720 font 'sans,10' background '#ffffff'", "throughput.svg"}}) {
+    absl::StrAppend(
+        &script, "set terminal ", terminal, "\nset output ", GnuplotString(dir + "/" + file),
+        "\nset datafile separator ','\n", "set multiplot layout 2,1 title ", GnuplotString(title),
+        "\nset title 'Throughput per second, all pairs'\n",
+        "set xlabel 'second of the run'; set ylabel 'events/s'; set grid\n", "set xtics ", xtics,
+        "\n", faults, "set key outside right; set yrange [0:*]\nplot ",
+        GnuplotString(dir + "/per_second.csv"),
+        " using 1:3 every ::1 with linespoints lw 2 title 'acknowledged'");
+    if (run.rate != 0) {
+      absl::StrAppendFormat(&script,
+                            ", \\\n     %s using 1:8 every ::1 with linespoints title 'sent', "
+                            "\\\n     %.0f with lines dt 3 lw 2 lc rgb '#555555' title 'target'",
+                            GnuplotString(dir + "/per_second.csv"),
+                            static_cast<double>(run.rate) * pair_count);
+    }
+    if (baseline) {
+      absl::StrAppend(&script, ", \\\n     ", GnuplotString(dir + "/baseline_per_second.csv"),
+                      " using 1:3 every ::1 with linespoints dt 2 lw 2 title 'baseline'");
+    }
+    absl::StrAppend(&script, "\nunset arrow; unset label\n",
+                    "set title 'Throughput per second, each pair'\nplot ");
+    for (size_t i = 0; i < run.pairs.size(); ++i) {
+      const LoadPair& pair = run.pairs[i];
+      absl::StrAppendFormat(
+          &script, "%s$pair%u using 1:2 with linespoints title 'pair %u (%u->%u)'",
+          i == 0 ? "" : ", \\\n     ", pair.id, pair.id, pair.sender, pair.receiver);
+    }
+    if (run.rate != 0) {
+      absl::StrAppendFormat(&script,
+                            ", \\\n     %u with lines dt 3 lw 2 lc rgb '#555555' title "
+                            "'target per pair'",
+                            run.rate);
+    }
+    absl::StrAppend(&script, "\nunset multiplot\nunset output\nreset\n");
   }
   return script;
 }
@@ -334,14 +470,28 @@ std::string RunGnuplot(const std::string& script) {
   return "";
 }
 
+// What the latency figures measure, by mode.
+std::string LatencyText(uint64_t rate) {
+  if (rate != 0) {
+    return "Latency (open loop): from each data event's intended send time on the pair's fixed "
+           "schedule to its acknowledgement back at the sender (one clock). A stall anywhere, the "
+           "load generator's own included (its timers keep the scheduler's resolution, 1 ms in "
+           "troupe_cluster's config; see the send lag), counts in the latency of every event it "
+           "delayed. An event that found the window full stayed due and was sent once there was "
+           "room, its latency growing meanwhile.";
+  }
+  return "RTT: from a data event's send to its acknowledgement back at the sender (one clock). It "
+         "includes the wait behind the earlier events of the pair's window, so it is latency "
+         "under load; an idle round trip needs --window=1. Closed loop: a stall delays the sends "
+         "that would have measured it (coordinated omission); --rate measures without that.";
+}
+
 std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
-                 const std::vector<LoadSecond>& seconds, const std::string& plot_problem) {
-  std::string html = absl::StrCat(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Troupe load report</title>\n",
-      "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
-      "margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
-      "th{background:#f2f2f2}td.l{text-align:left}.bad{color:#b00}</style></head><body>\n",
-      "<h1>Troupe load report</h1>\n<p>", HtmlEscape(run.title), "</p>\n");
+                 const std::vector<LoadSecond>& seconds, const std::string& plot_problem,
+                 const std::vector<ComparisonRow>& comparison) {
+  std::string html =
+      absl::StrCat(HtmlHead(), "<p>", HtmlEscape(run.title),
+                   "</p>\n<p>Mode: ", HtmlEscape(ModeText(run.rate, run.window)), "</p>\n");
   auto list = [&html](const std::vector<std::string>& lines, const char* attributes) {
     absl::StrAppend(&html, "<ul", attributes, ">\n");
     for (const std::string& line : lines) {
@@ -363,6 +513,9 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
   } else {
     absl::StrAppend(&html, "<p class=\"bad\"><b>Failed:</b></p>\n");
     list(run.failures, " class=\"bad\"");
+  }
+  if (run.metadata != nullptr) {
+    absl::StrAppend(&html, MetadataHtml(*run.metadata));
   }
   if (!run.expected.empty()) {
     absl::StrAppend(&html,
@@ -407,26 +560,40 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
                     "answered by the node; each gets a pair of its own):</p>\n");
     list(run.joins, "");
   }
-  absl::StrAppend(&html,
-                  "<p>RTT: from a data event's send to its acknowledgement back at the sender "
-                  "(one clock). It includes the wait behind the earlier events of the pair's "
-                  "window, so it is latency under load; an idle round trip needs --window=1.</p>\n",
-                  "<h2>Pairs</h2>\n<table><tr><th>pair</th><th>route</th><th>events</th>"
-                  "<th>events/s</th><th>MB/s</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th>"
-                  "<th>max us</th><th>lost</th><th>dup</th><th>undelivered</th><th>unsure</th>"
-                  "<th>problem</th></tr>\n");
+  const bool open = run.rate != 0;
+  absl::StrAppend(
+      &html, "<p>", HtmlEscape(LatencyText(run.rate)), "</p>\n",
+      "<h2>Pairs</h2>\n<table><tr><th>pair</th><th>route</th><th>events</th>"
+      "<th>events/s</th><th>MB/s</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th>"
+      "<th>max us</th><th>lost</th><th>dup</th><th>undelivered</th><th>unsure</th>",
+      open ? "<th>sent</th><th>scheduled</th><th>unsent</th><th>send lag p99 us</th>" : "",
+      "<th>problem</th></tr>\n");
   for (const PairRow& row : rows) {
     absl::StrAppendFormat(
         &html,
         "<tr><td>%u</td><td>%s</td><td>%u</td><td>%.0f</td><td>%.2f</td><td>%.1f</td>"
-        "<td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%u</td><td>%u</td><td>%u</td><td>%u</td>"
-        "<td class=\"l\">%s</td></tr>\n",
+        "<td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%u</td><td>%u</td><td>%u</td><td>%u</td>",
         row.pair.id, Route(row.pair), row.acked, row.rate, row.mbps,
         Micros(row.rtt.Percentile(0.5)), Micros(row.rtt.Percentile(0.99)),
         Micros(row.rtt.Percentile(0.999)), Micros(row.rtt.Percentile(1.0)), row.lost, row.dup,
-        row.undelivered, row.unsure, HtmlEscape(row.problem));
+        row.undelivered, row.unsure);
+    if (open) {
+      absl::StrAppendFormat(&html, "<td>%u</td><td>%u</td><td>%u</td><td>%.1f</td>", row.sent,
+                            row.scheduled, row.unsent, Micros(row.send_lag.Percentile(0.99)));
+    }
+    absl::StrAppend(&html, "<td class=\"l\">", HtmlEscape(row.problem), "</td></tr>\n");
   }
-  absl::StrAppend(&html, "</table>\n<h2>Latency</h2>\n");
+  absl::StrAppend(&html, "</table>\n");
+  if (!comparison.empty()) {
+    absl::StrAppend(&html, ComparisonHtml(comparison, run.baseline_dir, "baseline_per_second.csv"));
+  }
+  absl::StrAppend(&html, "<h2>Throughput</h2>\n");
+  if (plot_problem.empty()) {
+    absl::StrAppend(&html,
+                    "<p><img src=\"throughput.png\" alt=\"events/s per second, all pairs and "
+                    "each pair\" width=\"960\"> (<a href=\"throughput.svg\">SVG</a>)</p>\n");
+  }
+  absl::StrAppend(&html, "<h2>Latency</h2>\n");
   if (plot_problem.empty()) {
     absl::StrAppend(&html,
                     "<p><img src=\"latency.png\" alt=\"RTT per second and RTT histogram\" "
@@ -437,18 +604,20 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
   }
   absl::StrAppend(&html,
                   "<h2>Per second, all pairs</h2>\n<table><tr><th>second</th><th>pairs</th>"
-                  "<th>events</th><th>MB</th><th>p50 us</th><th>p99 us</th><th>max us</th></tr>\n");
+                  "<th>events</th><th>MB</th><th>p50 us</th><th>p99 us</th><th>max us</th>"
+                  "<th>sent</th></tr>\n");
   for (const LoadSecond& second : seconds) {
     absl::StrAppendFormat(&html,
                           "<tr><td>%u</td><td>%u</td><td>%u</td><td>%.2f</td><td>%.1f</td>"
-                          "<td>%.1f</td><td>%.1f</td></tr>\n",
+                          "<td>%.1f</td><td>%.1f</td><td>%u</td></tr>\n",
                           second.second, second.pairs, second.acked,
                           static_cast<double>(second.bytes) / 1e6,
                           Micros(second.rtt.Percentile(0.5)), Micros(second.rtt.Percentile(0.99)),
-                          Micros(second.rtt.Percentile(1.0)));
+                          Micros(second.rtt.Percentile(1.0)), second.sent);
   }
   absl::StrAppend(&html,
-                  "</table>\n<p>Data: <a href=\"pairs.csv\">pairs.csv</a>, "
+                  "</table>\n<p>Data: <a href=\"summary.json\">summary.json</a>, "
+                  "<a href=\"pairs.csv\">pairs.csv</a>, "
                   "<a href=\"per_second.csv\">per_second.csv</a> (all pairs), "
                   "<a href=\"per_pair_second.csv\">per_pair_second.csv</a>, "
                   "<a href=\"latency_histogram.csv\">latency_histogram.csv</a>; plot script "
@@ -458,15 +627,23 @@ std::string Html(const LoadRunInfo& run, const std::vector<PairRow>& rows,
 
 }  // namespace
 
-std::string FormatSecond(const LoadSecond& second) {
-  return absl::StrFormat("  %2u s: %10u events/s %8.2f MB/s   RTT p50 %8.1f us  p99 %8.1f us",
-                         second.second, second.acked, static_cast<double>(second.bytes) / 1e6,
-                         Micros(second.rtt.Percentile(0.5)), Micros(second.rtt.Percentile(0.99)));
+std::string FormatSecond(const LoadSecond& second, uint64_t target) {
+  // Open loop, the latency counts from the intended send time: no round trip of its own.
+  std::string line = absl::StrFormat(
+      "  %2u s: %10u events/s %8.2f MB/s   %s p50 %8.1f us  p99 %8.1f us", second.second,
+      second.acked, static_cast<double>(second.bytes) / 1e6, target == 0 ? "RTT" : "lat",
+      Micros(second.rtt.Percentile(0.5)), Micros(second.rtt.Percentile(0.99)));
+  if (target == 0) {
+    absl::StrAppend(&line, "  closed loop");
+  } else {
+    absl::StrAppendFormat(&line, "  open loop: sent %u of %u/s", second.sent, target);
+  }
+  return line;
 }
 
 LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
                            const std::map<uint32_t, LoadReport>& reports,
-                           const std::map<uint32_t, std::string>& gone) {
+                           const std::map<uint32_t, std::string>& gone, uint64_t rate) {
   LoadVerdict verdict;
   // A pair touching a node killed or gone may lose events; a duplicate is never expected.
   auto judge = [&](const LoadPair& pair, const std::string& why, uint64_t dups) {
@@ -485,7 +662,6 @@ LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
   };
   std::printf("\n%4s %-7s %11s %11s %8s %9s %9s %9s %7s %5s %6s %6s\n", "pair", "route", "events",
               "events/s", "MB/s", "p50 us", "p99 us", "p99.9 us", "lost", "dup", "undel", "unsure");
-  LatencyHistogram all;
   PairRow total;
   for (const PairRow& row : PairRows(pairs, reports)) {
     const std::string route = Route(row.pair);
@@ -500,41 +676,85 @@ LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
       judge(row.pair, row.problem, 0);
       continue;
     }
-    all.Merge(row.rtt);
-    total.acked += row.acked;
-    total.rate += row.rate;
-    total.mbps += row.mbps;
-    total.lost += row.lost;
-    total.dup += row.dup;
-    total.undelivered += row.undelivered;
-    total.unsure += row.unsure;
+    total.Add(row);
     std::printf("%s\n", TableLine(absl::StrCat(row.pair.id), route, row, row.rtt).c_str());
-    std::string why;
-    if (!r->problem().empty()) {
-      why = r->problem();
-    } else if (r->sent() == 0) {
-      why = "sent nothing";
-    } else if (row.lost != 0) {
-      why = absl::StrCat(row.lost, " of ", r->sent(),
-                         " events neither acknowledged nor reported undelivered");
-    } else if (r->acked() + r->leave_undelivered() != r->sent()) {
-      why = absl::StrCat(r->undelivered() - r->leave_undelivered(), " of ", r->sent(),
-                         " events undelivered");
-    } else if (r->dups() != 0 || r->gaps() != 0 || r->reorders() != 0) {
-      why = absl::StrCat("receiver saw ", r->dups(), " duplicates and ", r->gaps(),
-                         " gaps; sender saw ", r->reorders(), " acks out of order");
-    }
-    if (!why.empty()) {
+    if (const std::string why = PairWhy(row, r); !why.empty()) {
       judge(row.pair, why, r->dups());
     }
   }
-  std::printf("%s\n", TableLine("all", "", total, all).c_str());
+  std::printf("%s\n", TableLine("all", "", total, total.rtt).c_str());
+  if (rate != 0) {
+    std::printf(
+        "%s\n",
+        absl::StrFormat(
+            "open loop at %u events/s per pair: sent %u of the %u events scheduled (%u never "
+            "sent); send lag (sent after the intended time) p50 %.1f us, p99 %.1f us. Latency: "
+            "from each event's intended send time to its acknowledgement, so a stall counts in "
+            "every event it delayed.",
+            rate, total.sent, total.scheduled, total.unsent, Micros(total.send_lag.Percentile(0.5)),
+            Micros(total.send_lag.Percentile(0.99)))
+            .c_str());
+  } else {
+    std::printf(
+        "RTT: from a data event's send to its acknowledgement back at the sender, including the "
+        "wait behind the pair's earlier events in its window (latency under load; --window=1 "
+        "measures an idle round trip; closed loop: see --rate).\n");
+  }
   std::printf(
-      "RTT: from a data event's send to its acknowledgement back at the sender, including the "
-      "wait behind the pair's earlier events in its window (latency under load; --window=1 "
-      "measures an idle round trip). undel: events reported undelivered; unsure: of those, sent "
-      "but not known delivered.\n");
+      "undel: events reported undelivered; unsure: of those, sent but not known "
+      "delivered.\n");
   return verdict;
+}
+
+PhaseSummary SummarizePhase(const LoadRunInfo& run, const LoadFigures& figures) {
+  const std::map<uint32_t, LoadReport> reports = figures.reports();
+  PhaseSummary phase;
+  phase.set_payload_bytes(run.payload);
+  phase.set_mode(run.rate == 0 ? "closed" : "open");
+  phase.set_rate_per_pair(run.rate);
+  phase.set_window(run.window);
+  phase.set_seconds(run.seconds);
+  PairRow total;
+  for (const PairRow& row : PairRows(run.pairs, reports)) {
+    const auto it = reports.find(row.pair.id);
+    const std::string why = PairWhy(row, it == reports.end() ? nullptr : &it->second);
+    *phase.add_pairs() = ToPairSummary(row, why);
+    total.Add(row);
+  }
+  *phase.mutable_all() = ToPairSummary(total, run.failures.empty() ? "" : "the run failed");
+  phase.set_target_events_per_s(static_cast<double>(run.rate) *
+                                static_cast<double>(run.pairs.size()));
+  phase.set_sent_events_per_s(static_cast<double>(total.sent) /
+                              std::max(1.0, static_cast<double>(run.seconds)));
+  phase.set_passed(run.failures.empty());
+  phase.set_per_second_csv("per_second.csv");
+  phase.set_report_html("report.html");
+  return phase;
+}
+
+LoadSummary SummarizeRun(const LoadRunInfo& run, std::vector<PhaseSummary> phases) {
+  LoadSummary summary;
+  summary.set_schema(kSummarySchema);
+  if (run.metadata != nullptr) {
+    *summary.mutable_metadata() = *run.metadata;
+  }
+  summary.set_title(run.title);
+  summary.set_mode(run.rate == 0 ? "closed" : "open");
+  summary.set_pairs(static_cast<uint32_t>(run.pairs.size()));
+  bool passed = true;
+  for (PhaseSummary& phase : phases) {
+    passed = passed && phase.passed();
+    *summary.add_phases() = std::move(phase);
+  }
+  summary.set_passed(passed && run.failures.empty());
+  for (const std::string& failure : run.failures) {
+    summary.add_failures(failure);
+  }
+  summary.set_baseline_dir(run.baseline_dir);
+  for (const ComparisonRow& row : run.comparison) {
+    *summary.add_comparison() = row;
+  }
+  return summary;
 }
 
 absl::StatusOr<std::string> WriteLoadReport(const std::string& dir, const LoadRunInfo& run,
@@ -559,17 +779,30 @@ absl::StatusOr<std::string> WriteLoadReport(const std::string& dir, const LoadRu
         std::pair{"per_second.csv", PerSecondCsv(seconds, /*by_pair=*/false)},
         std::pair{"per_pair_second.csv", PerSecondCsv(seconds, /*by_pair=*/true)},
         std::pair{"latency_histogram.csv", HistogramCsv(all)},
-        std::pair{"report.gp", GnuplotScript(dir, run.title, seconds.size(), run.chaos)}}) {
-    if (absl::Status written = WriteFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
+        std::pair{"report.gp",
+                  GnuplotScript(dir, run, seconds, !run.baseline_per_second.empty())}}) {
+    if (absl::Status written = WriteTextFile(absl::StrCat(dir, "/", name), text); !written.ok()) {
       return written;
     }
+  }
+  if (!run.baseline_per_second.empty()) {
+    if (absl::Status written =
+            WriteTextFile(dir + "/baseline_per_second.csv", run.baseline_per_second);
+        !written.ok()) {
+      return written;
+    }
+  }
+  if (absl::Status written =
+          WriteSummaryJson(dir, SummarizeRun(run, {SummarizePhase(run, figures)}));
+      !written.ok()) {
+    return written;
   }
   if (!run.chaos.empty()) {
     std::string csv = absl::StrCat(kChaosCsvHeader, "\n");
     for (const ChaosEvent& event : run.chaos) {
       absl::StrAppend(&csv, ChaosCsvRow(event));
     }
-    if (absl::Status written = WriteFile(dir + "/chaos.csv", csv); !written.ok()) {
+    if (absl::Status written = WriteTextFile(dir + "/chaos.csv", csv); !written.ok()) {
       return written;
     }
   }
@@ -580,7 +813,8 @@ absl::StatusOr<std::string> WriteLoadReport(const std::string& dir, const LoadRu
     plot_problem = RunGnuplot(dir + "/report.gp");
   }
   const std::string html_path = dir + "/report.html";
-  if (absl::Status written = WriteFile(html_path, Html(run, rows, seconds, plot_problem));
+  if (absl::Status written =
+          WriteTextFile(html_path, Html(run, rows, seconds, plot_problem, run.comparison));
       !written.ok()) {
     return written;
   }

@@ -7,8 +7,9 @@
 //   |------------------------|-----------------------------------------------------------------|
 //   | pairs.csv              | one row per pair: route, events, events/s, MB/s, RTT p50, p99,  |
 //   |                        | p99.9 and max, lost, duplicated, undelivered, unsure, problem   |
-//   | per_second.csv         | one row per second, all pairs: pairs that reported it, events,  |
-//   |                        | MB, RTT p50, p99 and max of that second                         |
+//   | per_second.csv         | one row per second, all pairs: pairs that reported it, events   |
+//   |                        | acknowledged, MB, RTT p50, p99 and max of that second, events   |
+//   |                        | sent                                                            |
 //   | per_pair_second.csv    | the same per second and pair                                    |
 //   | latency_histogram.csv  | every non-empty RTT bucket of all pairs: low_us, high_us, count |
 //   | latency.png, .svg      | RTT p50/p99/max per second above the RTT histogram (log scales),|
@@ -20,6 +21,13 @@
 //   |                        | --membership=etcd): each node killed, restarted, joined, left,  |
 //   |                        | or left and ready again in a rolling restart, seconds after the |
 //   |                        | load start (chaos.h)                                            |
+//   | throughput.png, .svg   | events/s per second of all pairs (open loop: sent and the       |
+//   |                        | target too) above each pair's: per_second.csv, and              |
+//   |                        | per_pair_second.csv's figures as data blocks in report.gp; a    |
+//   |                        | baseline's figures dashed                                       |
+//   | summary.json           | LoadSummary (loadtest.proto) as JSON: metadata, parameters,     |
+//   |                        | each pair's figures and verdict (load_summary.h)                |
+//   | baseline_per_second.csv| with --baseline: the baseline's per_second.csv, drawn dashed    |
 //   | report.html            | the run's parameters, the faults and membership changes (with   |
 //   |                        | each joined node's time to its first event), both tables, the   |
 //   |                        | plot and what RTT means                                         |
@@ -28,7 +36,8 @@
 //
 // RTT is the time from a data event's send to its acknowledgement back at the sender (one clock):
 // it includes the wait behind up to `window - 1` earlier events of the same pair, so it is a
-// latency under load, not an idle round trip (run --window=1 for that).
+// latency under load, not an idle round trip (run --window=1 for that). In open loop (a rate per
+// pair, open_loop.h) the latency counts from each event's intended send time instead.
 //
 // A pair started during the run (a node joined) reports the run's seconds from the one it started
 // in (LoadPair::first_second): the per-second figures wait for it from that second on.
@@ -66,6 +75,8 @@ struct LoadSecond {
   uint32_t pairs = 0;
   uint64_t acked = 0;
   uint64_t bytes = 0;
+  // Data events sent in the second (open loop: against the target).
+  uint64_t sent = 0;
   LatencyHistogram rtt;
   // Each pair's own figures for the second.
   std::map<uint32_t, LoadProgress> by_pair;
@@ -127,6 +138,18 @@ struct LoadRunInfo {
   std::vector<std::string> roll;
   // Events reported undelivered because their receiver's node was leaving (not lost).
   uint64_t leave_undelivered = 0;
+  // The phase: payload bytes, window, seconds, and the open-loop rate per pair (0: closed loop).
+  uint32_t payload = 0;
+  uint32_t window = 0;
+  uint32_t seconds = 0;
+  uint64_t rate = 0;
+  // Where and how the run ran (report.html's header, summary.json); null: left out.
+  const RunMetadata* metadata = nullptr;
+  // With --baseline: its directory, the text of its per-second CSV for this phase (copied into
+  // the report as baseline_per_second.csv and drawn dashed) and the comparison (Compare).
+  std::string baseline_dir;
+  std::string baseline_per_second;
+  std::vector<ComparisonRow> comparison;
 };
 
 // The final table's verdict: one line per pair that failed, and per pair whose losses the
@@ -136,22 +159,31 @@ struct LoadVerdict {
   std::vector<std::string> expected;
 };
 
-// Formats one per-second line for the terminal.
-std::string FormatSecond(const LoadSecond& second);
+// Formats one per-second line for the terminal, saying the mode: `target` is the open loop's
+// events/s of all pairs (0: closed loop).
+std::string FormatSecond(const LoadSecond& second, uint64_t target);
 
 // Prints the final table (a row per pair and one for all, then what RTT measures) to stdout;
 // returns why the run failed, one line per failing pair (no failure: every event was
 // acknowledged once and in order). A pair whose sender or receiver is a key of `gone` (nodes
 // killed on purpose or that left the cluster, each with what happened: "was killed", "left") may
 // lose events, end early or see gaps: its line goes to `expected` instead, saying why; a
-// duplicate still fails it.
+// duplicate still fails it. `rate`: the open loop's events/s per pair (0: closed loop), whose line
+// follows the table.
 LoadVerdict PrintLoadTable(const std::vector<LoadPair>& pairs,
                            const std::map<uint32_t, LoadReport>& reports,
-                           const std::map<uint32_t, std::string>& gone = {});
+                           const std::map<uint32_t, std::string>& gone = {}, uint64_t rate = 0);
 
-// Writes the report files (see the file comment) into `dir`, creating it; returns the path of
-// report.html. Without gnuplot on PATH the images are missing and report.html says so (not an
-// error). kInvalidArgument / kInternal name the file that could not be written.
+// Returns the summary of one phase (`run`'s payload size): parameters, mode, every pair's and all
+// pairs' figures and verdict (summary.json, load_summary.h).
+PhaseSummary SummarizePhase(const LoadRunInfo& run, const LoadFigures& figures);
+// Returns the run's summary over `phases`: `run`'s metadata, title, failures and comparison.
+LoadSummary SummarizeRun(const LoadRunInfo& run, std::vector<PhaseSummary> phases);
+
+// Writes the report files (see the file comment) into `dir`, creating it, summary.json (this one
+// phase) too; returns the path of report.html. Without gnuplot on PATH the images are missing and
+// report.html says so (not an error). kInvalidArgument / kInternal name the file that could not be
+// written.
 absl::StatusOr<std::string> WriteLoadReport(const std::string& dir, const LoadRunInfo& run,
                                             const LoadFigures& figures);
 

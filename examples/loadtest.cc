@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -22,6 +23,7 @@
 #include "actors/session_events.h"
 #include "actors/sync.h"
 #include "actors/testing/actors.h"
+#include "open_loop.h"
 
 namespace troupe::examples {
 
@@ -149,7 +151,17 @@ class LoadSender final : public Actor {
   static constexpr absl::Duration kProbeInterval = absl::Milliseconds(100);
   // The cookie of a probe (EvEchoPing): above every data event's sequence number.
   static constexpr uint64_t kProbeCookie = uint64_t{1} << 63;
-  enum Tag : uint64_t { kTagProgress = 1, kTagStop, kTagDrainTimeout, kTagProbe };
+  enum Tag : uint64_t {
+    kTagProgress = 1,
+    kTagStop,
+    kTagDrainTimeout,
+    kTagProbe,
+    kTagSchedule,
+    kTagCatchUpEnd
+  };
+  // The finest a schedule's wakeup is asked for: the scheduler rounds to its resolution anyway
+  // (1 ms in troupe_cluster's config), and every event due by then goes out at once.
+  static constexpr absl::Duration kScheduleTick = absl::Microseconds(100);
 
   void Bootstrap() override {
     started_ns_ = absl::GetCurrentTimeNanos();
@@ -171,6 +183,7 @@ class LoadSender final : public Actor {
     }
     ScheduleWakeup(first, kTagProgress);
     ScheduleWakeup(sending, kTagStop);
+    sending_ns_ = absl::ToInt64Nanoseconds(sending);
     if (start_.await_receiver()) {
       // Paused until the receiver's node answers (LoadStart.await_receiver); not counted a pause.
       paused_ = true;
@@ -196,21 +209,60 @@ class LoadSender final : public Actor {
 
   // -- sending -------------------------------------------------------------------------------
 
+  // Closed loop: sends until `window_` events are outstanding. Open loop: sends every event of
+  // the schedule due now while the window has room (an event that finds it full stays due: the
+  // next acknowledgement sends it), then wakes up when the next one is due.
   void Fill() {
-    while (sending_ && !paused_ && outstanding_ < window_) {
-      auto data = std::make_unique<EvLoadData>();
-      const uint64_t seq = next_seq_++;
-      data->record.set_pair_id(start_.pair_id());
-      data->record.set_seq(seq);
-      data->record.set_sent_at_ns(absl::GetCurrentTimeNanos());
-      data->record.set_payload(payload_);
-      data->record.set_first_seq(stretch_first_);
-      // The cookie comes back in EvUndelivered: it names the lost event.
-      Send(target_, std::move(data), kTrackDelivery | kSubscribeOnSession, seq);
-      resolved_.push_back(false);
-      ++outstanding_;
-      ++sent_;
+    if (start_.rate_per_s() == 0) {
+      while (sending_ && !paused_ && outstanding_ < window_) {
+        SendData(absl::GetCurrentTimeNanos());
+      }
+      return;
     }
+    if (!schedule_ && sending_ && !paused_) {
+      // From the pair's start: rate x its sending time events. A pair that awaited its receiver
+      // starts when the receiver answered and keeps to the run's end with what is left.
+      const int64_t from = start_.await_receiver() ? absl::GetCurrentTimeNanos() : started_ns_;
+      schedule_.emplace(from, start_.rate_per_s(), started_ns_ + sending_ns_);
+    }
+    if (!schedule_) {
+      return;
+    }
+    int64_t now = absl::GetCurrentTimeNanos();
+    while (sending_ && !paused_ && outstanding_ < window_ && schedule_->Due(now) > 0) {
+      const uint64_t index = schedule_->Take();
+      send_lag_.Record(
+          static_cast<uint64_t>(std::max<int64_t>(0, now - schedule_->IntendedNs(index))));
+      SendData(now);
+      now = absl::GetCurrentTimeNanos();
+    }
+    if (schedule_->finished() && sending_) {
+      sending_ = false;  // every event of the schedule is out: collect the acknowledgements
+      Continue();
+      return;
+    }
+    const int64_t until = schedule_->UntilNextNs(now);
+    if (sending_ && !paused_ && outstanding_ < window_ && until >= 0 && !tick_armed_) {
+      tick_armed_ = true;
+      ScheduleWakeup(std::max(kScheduleTick, absl::Nanoseconds(until)), kTagSchedule);
+    }
+  }
+
+  // Sends the next data event; open loop, its sequence number is its schedule index + 1.
+  void SendData(int64_t now) {
+    auto data = std::make_unique<EvLoadData>();
+    const uint64_t seq = next_seq_++;
+    data->record.set_pair_id(start_.pair_id());
+    data->record.set_seq(seq);
+    data->record.set_sent_at_ns(now);
+    data->record.set_payload(payload_);
+    data->record.set_first_seq(stretch_first_);
+    // The cookie comes back in EvUndelivered: it names the lost event.
+    Send(target_, std::move(data), kTrackDelivery | kSubscribeOnSession, seq);
+    resolved_.push_back(false);
+    ++outstanding_;
+    ++sent_;
+    ++second_sent_;
   }
 
   // Marks `seq` answered (acked or lost); returns false when it was not outstanding.
@@ -244,7 +296,10 @@ class LoadSender final : public Actor {
     ++acked_;
     bytes_ += payload_.size();
     last_ack_ns_ = now;
-    const auto rtt = static_cast<uint64_t>(std::max<int64_t>(0, now - ack.sent_at_ns()));
+    // Open loop: from the event's intended send time (open_loop.h), so that a stall counts.
+    const auto rtt = schedule_
+                         ? schedule_->LatencyNs(ack.seq() - 1, now)
+                         : static_cast<uint64_t>(std::max<int64_t>(0, now - ack.sent_at_ns()));
     rtt_.Record(rtt);
     second_rtt_.Record(rtt);
     ++second_acked_;
@@ -317,7 +372,22 @@ class LoadSender final : public Actor {
         }
         break;
       case kTagStop:
+        if (schedule_ && !schedule_->finished() && sending_ && !paused_) {
+          // Open loop: the events due before the end still go out (the window allowing), their
+          // latency growing; what is left when the catch-up ends is counted unsent.
+          ScheduleWakeup(kDrainTimeout, kTagCatchUpEnd);
+          Continue();
+          break;
+        }
         sending_ = false;
+        Continue();
+        break;
+      case kTagCatchUpEnd:
+        sending_ = false;
+        Continue();
+        break;
+      case kTagSchedule:
+        tick_armed_ = false;
         Continue();
         break;
       case kTagProbe:
@@ -407,8 +477,10 @@ class LoadSender final : public Actor {
     p.set_second(++second_);
     p.set_acked(second_acked_);
     p.set_bytes(second_bytes_);
+    p.set_sent(second_sent_);
     HistogramToProto(second_rtt_, p.mutable_rtt());
     Send(controller_, std::move(progress));
+    second_sent_ = 0;
     second_acked_ = 0;
     second_bytes_ = 0;
     second_rtt_ = LatencyHistogram();
@@ -445,6 +517,15 @@ class LoadSender final : public Actor {
     r.set_pauses(pauses_);
     r.set_sender_left(sender_left_);
     r.set_receiver_left(receiver_left_);
+    if (start_.rate_per_s() != 0) {
+      // A pair that never got to send (its receiver never answered) had its whole schedule due.
+      const uint64_t scheduled =
+          schedule_ ? schedule_->total()
+                    : OpenLoopSchedule(0, start_.rate_per_s(), sending_ns_).total();
+      r.set_scheduled(scheduled);
+      r.set_unsent(scheduled - std::min(scheduled, sent_));
+      HistogramToProto(send_lag_, r.mutable_send_lag());
+    }
     TROUPE_LOG(kInfo, kUser) << "pair " << start_.pair_id() << " done: sent " << sent_ << ", acked "
                              << acked_ << (problem_.empty() ? "" : absl::StrCat(", ", problem_));
     Send(controller_, std::move(report));
@@ -497,9 +578,16 @@ class LoadSender final : public Actor {
   // reports the run's seconds LoadStart.first_second to last_second_.
   uint32_t second_;
   uint32_t last_second_ = 1;
+  uint64_t second_sent_ = 0;
   uint64_t second_acked_ = 0;
   uint64_t second_bytes_ = 0;
   LatencyHistogram second_rtt_;
+  // Open loop (LoadStart.rate_per_s): the schedule, from the first moment the pair may send;
+  // how late each event went out; whether a wakeup for the next due event is pending.
+  int64_t sending_ns_ = 0;
+  std::optional<OpenLoopSchedule> schedule_;
+  LatencyHistogram send_lag_;
+  bool tick_armed_ = false;
 };
 
 // Spawns one LoadSender per LoadStart; once the node is leaving (StopLoadSenders), ends them and
@@ -557,6 +645,9 @@ class LoadSenderService final : public Actor {
     TROUPE_LOG(kInfo, kUser) << "pair " << start.pair_id() << ": sending to node "
                              << start.receiver() << " for " << start.duration_ms() << " ms ("
                              << start.payload_bytes() << " B payload, window " << start.window()
+                             << (start.rate_per_s() == 0
+                                     ? std::string(", closed loop")
+                                     : absl::StrCat(", open loop at ", start.rate_per_s(), "/s"))
                              << ")";
     live_.insert(Register(std::make_unique<LoadSender>(start, SelfId())));
   }

@@ -12,7 +12,11 @@
 //   |             |                | gaps per sending actor                                     |
 //
 // A LoadSender sends EvLoadData{seq 1, 2, ...} to "lg/recv" on the receiver node, at most
-// `window` unacknowledged, with kTrackDelivery | kSubscribeOnSession. It checks that acks come in
+// `window` unacknowledged, with kTrackDelivery | kSubscribeOnSession: as fast as acknowledgements
+// free the window (closed loop), or with LoadStart.rate_per_s on a fixed schedule (open loop,
+// open_loop.h: every due event sent, latency counted from its intended send time, an event due
+// while the window is full sent once it has room, what is still due 5 s after the end reported
+// unsent). It checks that acks come in
 // sequence order, records round-trip times (sender clock both ends) in a LatencyHistogram, sends
 // the controller an EvLoadProgress for each second (acks, bytes and round trips of that second)
 // and, `duration_ms` after it started, stops sending, waits up to 5 s for the outstanding acks,

@@ -27,11 +27,13 @@ function(troupe_expect_html report)
   endforeach()
 endfunction()
 
-# report.gp draws `count` markers (each row of chaos.csv twice: in the PNG and in the SVG).
-function(troupe_expect_markers report count what)
+# report.gp marks `rows` rows of chaos.csv, each four times: on the latency and the throughput
+# plot, in the PNG and in the SVG.
+function(troupe_expect_markers report rows what)
   file(STRINGS "${report}/report.gp" arrows REGEX "^set arrow from first [0-9.]+, graph 0")
   list(LENGTH arrows got)
-  if(NOT got EQUAL count)
-    message(FATAL_ERROR "report.gp: want ${count} ${what} markers, got ${got}")
+  math(EXPR want "${rows} * 4")
+  if(NOT got EQUAL want)
+    message(FATAL_ERROR "report.gp: want ${want} ${what} markers (${rows} rows), got ${got}")
   endif()
 endfunction()

@@ -46,6 +46,12 @@
 // from the first leave to the last ready next to the whole run's. A step that fails, or a roll
 // the load ends before, fails the run; --roll goes with neither --chaos nor the etcd churn.
 //
+// The work directory is --workdir (made with its parents) or a new one under $TMPDIR (/tmp when
+// unset). The load's flags (--payload, --rate, --window, --baseline, --report) go to the load
+// generator, with the nodes' pids (--node_pids: their CPU seconds in the report) and this
+// program's command line; several payload sizes and a bad baseline are refused before any
+// process starts.
+//
 // Exit status (cli.h): the load generator's (0 passed, 1 failed), 1 when a node failed, 2 on a
 // bad flag, 3 on a bad --node_config (or a node that found its config bad).
 //
@@ -68,6 +74,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -94,6 +101,7 @@
 #include "child_process.h"
 #include "cli.h"
 #include "interconnect/testing/free_ports.h"
+#include "load_summary.h"
 #include "local_etcd.h"
 #include "node/config.h"
 #include "node_runner.h"
@@ -112,7 +120,15 @@ ABSL_FLAG(std::string, etcd_binary, "etcd",
 ABSL_FLAG(int, base_port, 0,
           "node i listens on base_port + i - 1; 0 picks free loopback ports (static membership)");
 ABSL_FLAG(int, seconds, 5, "how long each pair sends");
-ABSL_FLAG(int, payload, 64, "payload bytes per data event");
+ABSL_FLAG(std::string, payload, "64",
+          "payload bytes per data event; several comma-separated sizes (64,1024,65536) run one "
+          "phase per size, each --seconds long (not with --chaos, --roll or the etcd churn)");
+ABSL_FLAG(uint64_t, rate, 0,
+          "open loop: data events per second per pair on a fixed schedule, latency from each "
+          "event's intended send time (troupe_loadgen --rate); 0: closed loop (--window)");
+ABSL_FLAG(std::string, baseline, "",
+          "an earlier --report directory to compare this run with (troupe_loadgen --baseline); "
+          "checked before any process starts");
 ABSL_FLAG(int, window, 256, "data events in flight per pair, at most");
 ABSL_FLAG(int, pairs, 0, "sender→receiver pairs; 0 means one per node");
 ABSL_FLAG(bool, low_latency, false,
@@ -144,7 +160,8 @@ ABSL_FLAG(std::string, roll_node_flags, "",
           "after troupe_cluster's own (a later value wins), e.g. \"--run_seconds=0\"; leave "
           "--config, --node_id, --id_file and --monitoring_port alone: the roll relies on them");
 ABSL_FLAG(std::string, workdir, "",
-          "where the config and the logs go; empty makes a new directory under /tmp");
+          "where the config and the logs go (made with its parents when missing); empty makes a "
+          "new directory under $TMPDIR (/tmp when unset)");
 ABSL_FLAG(std::string, report, "",
           "have troupe_loadgen write its figures, plots and report.html into this directory");
 ABSL_FLAG(std::string, node_binary, "", "troupe_node to run; empty: the one next to this binary");
@@ -865,7 +882,37 @@ struct ClusterFlags {
   std::vector<std::string> roll_flags;
   // The load generator writes the load start and reads the chaos log.
   bool logged() const { return !plan.empty() || roll.has_value(); }
+  // This program's command line, for the report's metadata.
+  std::string command_line;
 };
+
+// Checks the load's own flags before any process starts, as troupe_loadgen would: the payload
+// sizes (several: not with a chaos plan or a roll, whose times count from one load's start) and
+// the baseline (its summary.json and per-second figures). Prints the problem and returns
+// kExitUsage on a bad one, kExitOk otherwise.
+int ReadLoadFlags(const ClusterFlags& flags) {
+  absl::StatusOr<std::vector<uint32_t>> sizes =
+      troupe::examples::ParsePayloadSizes(absl::GetFlag(FLAGS_payload));
+  if (!sizes.ok()) {
+    std::fprintf(stderr, "troupe_cluster: %s\n", absl::StrCat(sizes.status().message()).c_str());
+    return kExitUsage;
+  }
+  if (sizes->size() > 1 && flags.logged()) {
+    std::fprintf(stderr,
+                 "troupe_cluster: --payload with several sizes: not with --chaos, --roll or the "
+                 "etcd churn (add --churn=false)\n");
+    return kExitUsage;
+  }
+  if (const std::string dir = absl::GetFlag(FLAGS_baseline); !dir.empty()) {
+    if (absl::StatusOr<troupe::examples::Baseline> baseline = troupe::examples::ReadBaseline(dir);
+        !baseline.ok()) {
+      std::fprintf(stderr, "troupe_cluster: --baseline=%s: %s\n", dir.c_str(),
+                   absl::StrCat(baseline.status().message()).c_str());
+      return kExitUsage;
+    }
+  }
+  return kExitOk;
+}
 
 // Reads and checks the flags that shape the run. Prints the problem and returns kExitUsage on a
 // bad one, kExitOk otherwise.
@@ -945,7 +992,7 @@ int ReadFlags(ClusterFlags* flags) {
       return kExitUsage;
     }
   }
-  return kExitOk;
+  return ReadLoadFlags(*flags);
 }
 
 // The signals the run waits for (SIGINT, SIGTERM, SIGCHLD), blocked before any child exists so
@@ -1044,20 +1091,30 @@ int PickPorts(const ClusterFlags& flags, Ports* ports) {
   return kExitOk;
 }
 
-// Makes the work directory (--workdir, or a fresh one under /tmp). kExitUsage when --workdir
-// cannot be made, kExitFailed when a fresh one cannot.
+// Makes the work directory (--workdir with its parents, or a fresh one under $TMPDIR, /tmp when
+// unset or empty). kExitUsage when --workdir cannot be made, kExitFailed when a fresh one cannot.
 int MakeWorkdir(std::string* workdir) {
   *workdir = absl::GetFlag(FLAGS_workdir);
   if (workdir->empty()) {
-    std::string pattern = "/tmp/troupe-cluster-XXXXXX";
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string base = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+    while (base.size() > 1 && base.back() == '/') {
+      base.pop_back();
+    }
+    std::string pattern = absl::StrCat(base, "/troupe-cluster-XXXXXX");
     if (::mkdtemp(pattern.data()) == nullptr) {
-      std::printf("troupe_cluster: mkdtemp: %s\n", ErrorText(errno).c_str());
+      std::printf("troupe_cluster: cannot make a work directory in %s ($TMPDIR): %s\n",
+                  base.c_str(), ErrorText(errno).c_str());
       return kExitFailed;
     }
     *workdir = pattern;
-  } else if (::mkdir(workdir->c_str(), 0755) != 0 && errno != EEXIST) {
+    return kExitOk;
+  }
+  std::error_code error;
+  std::filesystem::create_directories(*workdir, error);
+  if (error) {
     std::fprintf(stderr, "troupe_cluster: --workdir=%s: %s\n", workdir->c_str(),
-                 ErrorText(errno).c_str());
+                 error.message().c_str());
     return kExitUsage;
   }
   return kExitOk;
@@ -1142,8 +1199,10 @@ void AddLoadgen(const ClusterFlags& flags, const std::string& loadgen_binary,
       .log = workdir + "/loadgen.log",
       .args = {loadgen_binary, "--config=" + files.config, absl::StrCat("--pairs=", pairs),
                absl::StrCat("--payload=", absl::GetFlag(FLAGS_payload)),
+               absl::StrCat("--rate=", absl::GetFlag(FLAGS_rate)),
                absl::StrCat("--window=", absl::GetFlag(FLAGS_window)),
-               absl::StrCat("--seconds=", flags.seconds)}};
+               absl::StrCat("--seconds=", flags.seconds),
+               "--launcher_command=" + flags.command_line}};
   if (flags.etcd) {
     loadgen.args.push_back(absl::StrCat("--expect_nodes=", flags.nodes));
     loadgen.args.push_back("--id_file=" + workdir + "/loadgen.id");
@@ -1153,6 +1212,9 @@ void AddLoadgen(const ClusterFlags& flags, const std::string& loadgen_binary,
   }
   if (!absl::GetFlag(FLAGS_report).empty()) {
     loadgen.args.push_back("--report=" + absl::GetFlag(FLAGS_report));
+  }
+  if (!absl::GetFlag(FLAGS_baseline).empty()) {
+    loadgen.args.push_back("--baseline=" + absl::GetFlag(FLAGS_baseline));
   }
   if (flags.logged()) {
     loadgen.args.push_back("--load_start_file=" + files.load_start);
@@ -1279,6 +1341,12 @@ std::string StartProcesses(bool etcd, const std::string& workdir, const Signals&
   if (etcd) {
     PrintEtcdMembers(*processes, workdir, nodes_start);
   }
+  // The load generator reads each node's CPU time over the load (/proc/PID/stat).
+  std::vector<std::string> pids;
+  for (size_t i = 0; i < processes->nodes; ++i) {
+    pids.push_back(absl::StrCat(processes->ids[i], ":", children[i].pid));
+  }
+  children[processes->loadgen()].args.push_back("--node_pids=" + absl::StrJoin(pids, ","));
   if (!troupe::examples::Spawn({}, signals.original, &children[processes->loadgen()])) {
     return "could not start every process";
   }
@@ -1437,8 +1505,9 @@ int Prepare(const char* argv0, const ClusterFlags& flags, const Signals& signals
   return kExitOk;
 }
 
-int Run(const char* argv0) {
+int Run(const char* argv0, std::string command_line) {
   ClusterFlags flags;
+  flags.command_line = std::move(command_line);
   if (int code = ReadFlags(&flags); code != kExitOk) {
     return code;
   }
@@ -1508,5 +1577,5 @@ int main(int argc, char** argv) {
       "or reported undelivered while its node was leaving (under --chaos: on every pair clear of "
       "the nodes killed) and every node ran and stopped cleanly, 1 otherwise.");
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  return Run(argv[0]);
+  return Run(argv[0], troupe::examples::CommandLine(argc, argv));
 }

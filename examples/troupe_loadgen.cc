@@ -27,7 +27,14 @@
 // gives — and a pair of its own, from it to the first node of the load still a member, for the
 // rest of the run, with its own row in the table.
 //
+// --rate=N makes the load an open loop (open_loop.h): N events/s per pair on a fixed schedule,
+// latency from each event's intended send time. --payload=64,1024 runs one phase per size.
+// Every report carries the run's metadata and summary.json (load_summary.h); --baseline=DIR sets
+// the run beside an earlier report, checked before the load starts.
+//
 //   troupe_loadgen --config=cluster.conf --node_id=4 --seconds=5 [--report=/tmp/run1]
+//   troupe_loadgen --config=cluster.conf --node_id=4 --rate=50000 --window=1024 --report=/tmp/r2
+//   troupe_loadgen --config=cluster.conf --node_id=4 --baseline=/tmp/run1 --report=/tmp/run3
 //   troupe_loadgen --config=etcd.conf --expect_nodes=3 --seconds=5   # membership in etcd
 #include <algorithm>
 #include <cmath>
@@ -42,11 +49,18 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "google/protobuf/text_format.h"
 
 #include "actors/actor.h"
 #include "actors/actor_system.h"
@@ -58,14 +72,33 @@
 #include "interconnect/interconnect.h"
 #include "interconnect/nameservice.h"
 #include "load_report.h"
+#include "load_summary.h"
 #include "loadtest.h"
 #include "node/node.h"
 #include "node_runner.h"
+#include "open_loop.h"
 
 ABSL_FLAG(std::string, config, "", "cluster config (protobuf text, proto/config.proto)");
 ABSL_FLAG(uint32_t, node_id, 0, "this node's id; 0 keeps the config's node_id");
 ABSL_FLAG(int, pairs, 0, "sender→receiver pairs; 0 means one per other node");
-ABSL_FLAG(int, payload, 64, "payload bytes per data event");
+ABSL_FLAG(std::string, payload, "64",
+          "payload bytes per data event; several comma-separated sizes (64,1024,65536) run one "
+          "phase per size, each --seconds long, one after the other");
+ABSL_FLAG(uint64_t, rate, 0,
+          "open loop: data events per second per pair on a fixed schedule (event i due at the "
+          "pair's start + i / rate), latency measured from each event's intended send time, an "
+          "event due while the window is full sent once there is room; 0: closed loop, --window "
+          "events in flight per pair");
+ABSL_FLAG(std::string, baseline, "",
+          "an earlier report's directory (--report): its summary.json and per-second figures go "
+          "beside this run's, a table of the key figures with the ratio new/baseline and the "
+          "plots overlaid; checked before the load starts");
+ABSL_FLAG(std::string, node_pids, "",
+          "NODE:PID,... of the node processes on this host (troupe_cluster passes them): the "
+          "report gives each one's CPU seconds over the load");
+ABSL_FLAG(std::string, launcher_command, "",
+          "the command line of what started this load generator (troupe_cluster passes its "
+          "own), for the report's metadata");
 ABSL_FLAG(int, window, 256, "data events in flight per pair, at most");
 ABSL_FLAG(int, seconds, 5, "how long each pair sends");
 ABSL_FLAG(
@@ -109,6 +142,7 @@ struct LoadPlan {
   absl::Time end;
   uint32_t payload = 0;
   uint32_t window = 0;
+  uint64_t rate = 0;  // open loop's events/s per pair; 0: closed loop
   // The nodes of the load and this one: a member not among them has joined.
   std::set<NodeId> known;
   // Where a joined node's pair sends, in order of preference while members: the load's nodes,
@@ -134,18 +168,32 @@ struct JoinStart {
   LoadPair pair;
   uint32_t payload = 0;
   uint32_t window = 0;
+  uint64_t rate = 0;
   uint64_t duration_ms = 0;
   int64_t first_second_end_ns = 0;
   int64_t end_ns = 0;
 };
 
-// What the controller actor learned, read by the main thread: the figures (load_report.h), the
-// pairs (those of the load, then those of joined nodes) and the nodes that joined.
+// What the controller actor learned, read by the main thread: the figures (load_report.h) of each
+// phase (a payload size), the pairs of the current one (those of the load, then those of joined
+// nodes) and the nodes that joined.
 class Board {
  public:
-  troupe::examples::LoadFigures& figures() { return figures_; }
+  Board() { phases_.push_back(std::make_unique<troupe::examples::LoadFigures>()); }
 
-  void Report(LoadReport report) { figures_.SetReport(std::move(report)); }
+  // Returns the current phase's figures (thread-safe themselves; they live as long as the board).
+  troupe::examples::LoadFigures& figures() {
+    troupe::MutexLock lock(&mu_);
+    return *phases_.back();
+  }
+  // Starts the figures of the next phase; once every pair of the current one reported, so that
+  // nothing of it comes later.
+  void NewPhase() {
+    troupe::MutexLock lock(&mu_);
+    phases_.push_back(std::make_unique<troupe::examples::LoadFigures>());
+  }
+
+  void Report(LoadReport report) { figures().SetReport(std::move(report)); }
   // A pair whose LoadStart did not arrive: it gets a report saying so.
   void StartFailed(uint32_t pair, std::string problem) {
     LoadReport report;
@@ -157,12 +205,13 @@ class Board {
   // The session to `node` died: the pairs it was sending for cannot report any more.
   void SenderLost(NodeId node) {
     troupe::MutexLock lock(&mu_);
+    troupe::examples::LoadFigures& figures = *phases_.back();
     for (const LoadPair& pair : pairs_) {
-      if (pair.sender == node && !figures_.has_report(pair.id)) {
+      if (pair.sender == node && !figures.has_report(pair.id)) {
         LoadReport report;
         report.set_pair_id(pair.id);
         report.set_problem(absl::StrCat("the session to its sender, node ", node, ", died"));
-        figures_.SetReport(std::move(report));  // a report that came meanwhile stays
+        figures.SetReport(std::move(report));  // a report that came meanwhile stays
       }
     }
   }
@@ -172,6 +221,10 @@ class Board {
     troupe::MutexLock lock(&mu_);
     plan_ = std::move(plan);
     pairs_ = std::move(pairs);
+    // A phase after the first starts afresh: its nodes are the members then.
+    joins_.clear();
+    awaiting_.clear();
+    restarted_.clear();
   }
   std::vector<LoadPair> pairs() const {
     troupe::MutexLock lock(&mu_);
@@ -303,8 +356,8 @@ class Board {
   // A node that joins less than this before the end gets no pair (it could not show a second).
   static constexpr absl::Duration kShortestJoinPair = absl::Milliseconds(300);
 
-  troupe::examples::LoadFigures figures_;
   mutable troupe::Mutex mu_;
+  std::vector<std::unique_ptr<troupe::examples::LoadFigures>> phases_ ABSL_GUARDED_BY(mu_);
   std::optional<LoadPlan> plan_ ABSL_GUARDED_BY(mu_);
   std::vector<LoadPair> pairs_ ABSL_GUARDED_BY(mu_);
   std::map<NodeId, Join> joins_ ABSL_GUARDED_BY(mu_);
@@ -326,6 +379,7 @@ class Board {
                   .first_second = second};
     start.payload = plan_->payload;
     start.window = plan_->window;
+    start.rate = plan_->rate;
     start.duration_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(plan_->end - now));
     start.first_second_end_ns = absl::ToUnixNanos(plan_->start + absl::Seconds(second));
     start.end_ns = absl::ToUnixNanos(plan_->end);
@@ -334,11 +388,13 @@ class Board {
   }
 };
 
-// Returns the LoadStart of `pair`.
+// Returns the LoadStart of `pair`; `rate` 0 is the closed loop.
 std::unique_ptr<troupe::examples::EvLoadStart> MakeLoadStart(const LoadPair& pair, uint32_t payload,
-                                                             uint32_t window, uint64_t duration_ms,
+                                                             uint32_t window, uint64_t rate,
+                                                             uint64_t duration_ms,
                                                              const troupe::ActorId& controller) {
   auto start = std::make_unique<troupe::examples::EvLoadStart>();
+  start->record.set_rate_per_s(rate);
   start->record.set_pair_id(pair.id);
   start->record.set_receiver(pair.receiver);
   start->record.set_payload_bytes(payload);
@@ -438,7 +494,8 @@ class Controller final : public troupe::Actor {
 
   void StartPairs(const std::vector<JoinStart>& starts) {
     for (const JoinStart& join : starts) {
-      auto start = MakeLoadStart(join.pair, join.payload, join.window, join.duration_ms, SelfId());
+      auto start = MakeLoadStart(join.pair, join.payload, join.window, join.rate, join.duration_ms,
+                                 SelfId());
       start->record.set_first_second(join.pair.first_second);
       start->record.set_first_second_end_ns(join.first_second_end_ns);
       start->record.set_end_ns(join.end_ns);
@@ -509,8 +566,8 @@ class Controller final : public troupe::Actor {
         TROUPE_LOG(kInfo, kUser) << "node " << node << " joined: too late for a pair of its own";
         continue;
       }
-      auto start =
-          MakeLoadStart(join->pair, join->payload, join->window, join->duration_ms, SelfId());
+      auto start = MakeLoadStart(join->pair, join->payload, join->window, join->rate,
+                                 join->duration_ms, SelfId());
       start->record.set_first_second(join->pair.first_second);
       start->record.set_first_second_end_ns(join->first_second_end_ns);
       start->record.set_end_ns(join->end_ns);
@@ -575,28 +632,46 @@ std::vector<NodeId> OtherMembers(const troupe::interconnect::Nameservice& namese
 
 // What the flags ask for, checked.
 struct LoadFlags {
+  // The payload sizes, one phase each, and the current phase's.
+  std::vector<uint32_t> payloads;
   int payload = 0;
+  uint64_t rate = 0;
   int window = 0;
   int seconds = 0;
   int connect_timeout_s = 0;
   int expect_nodes = 0;
   std::string chaos_log;
+  std::optional<troupe::examples::Baseline> baseline;
+  std::vector<std::pair<std::string, pid_t>> node_pids;
 };
 
 // Reads and checks the flags. Prints the problem and returns kExitUsage on a bad one, kExitOk
 // otherwise.
 int ReadFlags(LoadFlags* flags) {
-  flags->payload = absl::GetFlag(FLAGS_payload);
+  absl::StatusOr<std::vector<uint32_t>> payloads =
+      troupe::examples::ParsePayloadSizes(absl::GetFlag(FLAGS_payload));
+  if (!payloads.ok()) {
+    std::fprintf(stderr, "troupe_loadgen: %s\n", absl::StrCat(payloads.status().message()).c_str());
+    return kExitUsage;
+  }
+  flags->payloads = std::move(*payloads);
+  flags->payload = static_cast<int>(flags->payloads.front());
+  flags->rate = absl::GetFlag(FLAGS_rate);
+  if (flags->rate > troupe::examples::OpenLoopSchedule::kMaxRate) {
+    std::fprintf(stderr, "troupe_loadgen: --rate: at most %s events/s per pair, got %s\n",
+                 absl::StrCat(troupe::examples::OpenLoopSchedule::kMaxRate).c_str(),
+                 absl::StrCat(flags->rate).c_str());
+    return kExitUsage;
+  }
   flags->window = absl::GetFlag(FLAGS_window);
   flags->seconds = absl::GetFlag(FLAGS_seconds);
   flags->connect_timeout_s = absl::GetFlag(FLAGS_connect_timeout_s);
   flags->expect_nodes = absl::GetFlag(FLAGS_expect_nodes);
-  if (flags->payload < 0 || flags->window < 1 || flags->seconds < 1 ||
-      flags->connect_timeout_s < 1 || absl::GetFlag(FLAGS_pairs) < 0 || flags->expect_nodes < 0) {
-    std::fprintf(
-        stderr,
-        "troupe_loadgen: --payload must be >= 0, --window, --seconds and --connect_timeout_s "
-        ">= 1, --pairs and --expect_nodes >= 0\n");
+  if (flags->window < 1 || flags->seconds < 1 || flags->connect_timeout_s < 1 ||
+      absl::GetFlag(FLAGS_pairs) < 0 || flags->expect_nodes < 0) {
+    std::fprintf(stderr,
+                 "troupe_loadgen: --window, --seconds and --connect_timeout_s must be >= 1, "
+                 "--pairs and --expect_nodes >= 0\n");
     return kExitUsage;
   }
   if (absl::GetFlag(FLAGS_config).empty()) {
@@ -608,6 +683,28 @@ int ReadFlags(LoadFlags* flags) {
     std::fprintf(stderr, "troupe_loadgen: --chaos_log=%s: cannot be read\n",
                  flags->chaos_log.c_str());
     return kExitUsage;
+  }
+  if (flags->payloads.size() > 1 && !flags->chaos_log.empty()) {
+    std::fprintf(stderr,
+                 "troupe_loadgen: --payload with several sizes: not with --chaos_log (the faults "
+                 "are timed from one load's start)\n");
+    return kExitUsage;
+  }
+  absl::StatusOr<std::vector<std::pair<std::string, pid_t>>> pids =
+      troupe::examples::ParseNodePids(absl::GetFlag(FLAGS_node_pids));
+  if (!pids.ok()) {
+    std::fprintf(stderr, "troupe_loadgen: %s\n", absl::StrCat(pids.status().message()).c_str());
+    return kExitUsage;
+  }
+  flags->node_pids = std::move(*pids);
+  if (const std::string dir = absl::GetFlag(FLAGS_baseline); !dir.empty()) {
+    absl::StatusOr<troupe::examples::Baseline> baseline = troupe::examples::ReadBaseline(dir);
+    if (!baseline.ok()) {
+      std::fprintf(stderr, "troupe_loadgen: --baseline=%s: %s\n", dir.c_str(),
+                   absl::StrCat(baseline.status().message()).c_str());
+      return kExitUsage;
+    }
+    flags->baseline = std::move(*baseline);
   }
   return kExitOk;
 }
@@ -789,6 +886,7 @@ int StartLoad(const LoadFlags& flags, const LoadNode& load_node, const std::vect
                 .end = load_start + absl::Seconds(flags.seconds),
                 .payload = static_cast<uint32_t>(flags.payload),
                 .window = static_cast<uint32_t>(flags.window),
+                .rate = flags.rate,
                 .known = {others.begin(), others.end()},
                 .receivers = others};
   plan.known.insert(load_node.self);
@@ -804,7 +902,7 @@ int StartLoad(const LoadFlags& flags, const LoadNode& load_node, const std::vect
   for (const LoadPair& pair : pairs) {
     system.Send(troupe::examples::kLoadSenderService.WithNode(pair.sender),
                 MakeLoadStart(pair, static_cast<uint32_t>(flags.payload),
-                              static_cast<uint32_t>(flags.window),
+                              static_cast<uint32_t>(flags.window), flags.rate,
                               static_cast<uint64_t>(flags.seconds) * 1000, controller),
                 troupe::kTrackDelivery | troupe::kSubscribeOnSession, pair.id, controller);
   }
@@ -815,13 +913,15 @@ int StartLoad(const LoadFlags& flags, const LoadNode& load_node, const std::vect
 // sent its figures for it (or ended), and a joined node's line once its first event is back.
 class Progress {
  public:
-  Progress(Board* board, absl::Time load_start) : board_(board), load_start_(load_start) {}
+  // `target`: the open loop's events/s of all pairs (0: closed loop), for the seconds' lines.
+  Progress(Board* board, absl::Time load_start, uint64_t target)
+      : board_(board), load_start_(load_start), target_(target) {}
 
   // Prints the seconds complete so far (all of them when `all`).
   void PrintSeconds(bool all) {
     for (const troupe::examples::LoadSecond& second :
          board_->figures().TakeSeconds(board_->pairs(), all)) {
-      std::printf("%s\n", troupe::examples::FormatSecond(second).c_str());
+      std::printf("%s\n", troupe::examples::FormatSecond(second, target_).c_str());
     }
   }
 
@@ -856,6 +956,7 @@ class Progress {
  private:
   Board* board_;
   absl::Time load_start_;
+  uint64_t target_;
   std::set<NodeId> printed_;
 };
 
@@ -1037,17 +1138,90 @@ std::vector<std::string> RollLines(const std::vector<troupe::examples::ChaosEven
   return lines;
 }
 
-// Writes the report (--report) and prints the verdict: what chaos explains, what failed, or OK.
-// Returns the run's exit status.
-int Report(const troupe::examples::LoadRunInfo& run, troupe::examples::LoadFigures& figures) {
-  if (const std::string dir = absl::GetFlag(FLAGS_report); !dir.empty()) {
-    absl::StatusOr<std::string> html = troupe::examples::WriteLoadReport(dir, run, figures);
+// One phase of the run (a payload size) once it ended: what the report says of it and its figures.
+struct Phase {
+  troupe::examples::LoadRunInfo run;
+  troupe::examples::LoadFigures* figures = nullptr;
+  // Every pair reported: the next phase may start.
+  bool complete = false;
+};
+
+// Sets `phase`'s comparison with the baseline's phase of the same payload size (or its only one).
+void CompareWithBaseline(const troupe::examples::Baseline& baseline, Phase* phase) {
+  troupe::examples::LoadRunInfo& run = phase->run;
+  const std::optional<size_t> index = baseline.PhaseFor(run.payload);
+  if (!index) {
+    std::printf("baseline %s: no phase with a %u B payload to compare with\n", baseline.dir.c_str(),
+                run.payload);
+    return;
+  }
+  if (const uint32_t other = baseline.summary.phases(static_cast<int>(*index)).payload_bytes();
+      other != run.payload) {
+    std::printf("baseline %s: its only phase has a %u B payload, compared with this %u B one\n",
+                baseline.dir.c_str(), other, run.payload);
+  }
+  run.baseline_dir = baseline.dir;
+  run.baseline_per_second = baseline.per_second[*index];
+  run.comparison =
+      troupe::examples::Compare(baseline.summary.phases(static_cast<int>(*index)),
+                                troupe::examples::SummarizePhase(run, *phase->figures));
+}
+
+// Writes the report (--report): one phase's in the directory itself; several phases each in
+// payload-<bytes>/ and an index over them (load_summary.h). kExitOk or kExitFailed (printed).
+int WriteReports(const std::string& dir, const troupe::examples::LoadRunInfo& whole,
+                 std::vector<Phase>& phases) {
+  if (phases.size() == 1) {
+    absl::StatusOr<std::string> html =
+        troupe::examples::WriteLoadReport(dir, phases[0].run, *phases[0].figures);
     if (!html.ok()) {
       std::printf("troupe_loadgen: report: %s\n", absl::StrCat(html.status().message()).c_str());
       return kExitFailed;
     }
     std::printf("report: %s\n", html->c_str());
+    return kExitOk;
   }
+  std::vector<troupe::examples::PhaseSummary> summaries;
+  for (Phase& phase : phases) {
+    const std::string sub = absl::StrCat("payload-", phase.run.payload);
+    absl::StatusOr<std::string> html =
+        troupe::examples::WriteLoadReport(absl::StrCat(dir, "/", sub), phase.run, *phase.figures);
+    if (!html.ok()) {
+      std::printf("troupe_loadgen: report: %s\n", absl::StrCat(html.status().message()).c_str());
+      return kExitFailed;
+    }
+    troupe::examples::PhaseSummary summary =
+        troupe::examples::SummarizePhase(phase.run, *phase.figures);
+    summary.set_per_second_csv(absl::StrCat(sub, "/", summary.per_second_csv()));
+    summary.set_report_html(absl::StrCat(sub, "/", summary.report_html()));
+    summaries.push_back(std::move(summary));
+  }
+  absl::StatusOr<std::string> index =
+      troupe::examples::WriteRunIndex(dir, troupe::examples::SummarizeRun(whole, summaries));
+  if (!index.ok()) {
+    std::printf("troupe_loadgen: report: %s\n", absl::StrCat(index.status().message()).c_str());
+    return kExitFailed;
+  }
+  std::printf("report: %s\n", index->c_str());
+  return kExitOk;
+}
+
+// Prints the comparison with the baseline, writes the report (--report) and prints the verdict:
+// what chaos explains, what failed, or OK. Returns the run's exit status.
+int Report(const troupe::examples::LoadRunInfo& whole, std::vector<Phase>& phases) {
+  std::vector<troupe::examples::ComparisonRow> comparison;
+  for (const Phase& phase : phases) {
+    comparison.insert(comparison.end(), phase.run.comparison.begin(), phase.run.comparison.end());
+  }
+  if (!comparison.empty()) {
+    std::printf("%s", troupe::examples::ComparisonText(comparison, whole.baseline_dir).c_str());
+  }
+  if (const std::string dir = absl::GetFlag(FLAGS_report); !dir.empty()) {
+    if (int code = WriteReports(dir, whole, phases); code != kExitOk) {
+      return code;
+    }
+  }
+  const troupe::examples::LoadRunInfo& run = whole;
   if (!run.expected.empty()) {
     std::printf("expected under chaos (a node the pair touches was killed or left):\n");
     for (const std::string& line : run.expected) {
@@ -1075,17 +1249,19 @@ int Report(const troupe::examples::LoadRunInfo& run, troupe::examples::LoadFigur
   return kExitOk;
 }
 
-// Once the load ended: reads the chaos log, prints the pairs' table and the joined nodes, and
-// reports (Report). Returns the run's exit status.
-int Conclude(const LoadFlags& flags, int pair_count, size_t nodes, absl::Time load_start,
-             const std::vector<LoadPair>& pairs, Board* board) {
+// Once a phase's load ended: reads the chaos log, prints the pairs' table and the joined nodes.
+// Returns the phase, or kExitFailed when the chaos log cannot be read.
+absl::StatusOr<troupe::examples::LoadRunInfo> Conclude(const LoadFlags& flags, int pair_count,
+                                                       size_t nodes, absl::Time load_start,
+                                                       const std::vector<LoadPair>& pairs,
+                                                       Board* board) {
   std::vector<troupe::examples::ChaosEvent> chaos;
   std::map<uint32_t, std::string> gone;
   if (int code = ReadChaos(flags.chaos_log, &chaos, &gone); code != kExitOk) {
-    return code;
+    return absl::FailedPreconditionError("--chaos_log");
   }
   troupe::examples::LoadVerdict verdict =
-      troupe::examples::PrintLoadTable(pairs, board->figures().reports(), gone);
+      troupe::examples::PrintLoadTable(pairs, board->figures().reports(), gone, flags.rate);
   std::vector<std::string> joins = JoinLines(board->joins(), chaos, load_start, &verdict);
   for (const std::string& line : joins) {
     std::printf("%s\n", line.c_str());
@@ -1103,22 +1279,120 @@ int Conclude(const LoadFlags& flags, int pair_count, size_t nodes, absl::Time lo
       std::printf("%s\n", line.c_str());
     }
   }
-  troupe::examples::LoadRunInfo run{
-      .title = absl::StrFormat("%d pair(s) on %zu node(s)%s, %d B payload, window %d, %d s%s",
-                               pair_count, nodes,
-                               joins.empty() ? "" : absl::StrCat(" and ", joins.size(), " joined"),
-                               flags.payload, flags.window, flags.seconds, ChaosTitle(chaos)),
-      .pairs = pairs,
-      .failures = std::move(verdict.failures),
-      .chaos = std::move(chaos),
-      .joins = std::move(joins),
-      .expected = std::move(verdict.expected),
-      .roll = std::move(roll),
-      .leave_undelivered = leave_undelivered};
-  return Report(run, board->figures());
+  troupe::examples::LoadRunInfo run;
+  run.title = absl::StrFormat(
+      "%d pair(s) on %zu node(s)%s, %d B payload, %s, window %d, %d s%s", pair_count, nodes,
+      joins.empty() ? "" : absl::StrCat(" and ", joins.size(), " joined"), flags.payload,
+      flags.rate == 0 ? std::string("closed loop")
+                      : absl::StrCat("open loop at ", flags.rate, " events/s per pair"),
+      flags.window, flags.seconds, ChaosTitle(chaos));
+  run.pairs = pairs;
+  run.failures = std::move(verdict.failures);
+  run.chaos = std::move(chaos);
+  run.joins = std::move(joins);
+  run.expected = std::move(verdict.expected);
+  run.roll = std::move(roll);
+  run.leave_undelivered = leave_undelivered;
+  run.payload = static_cast<uint32_t>(flags.payload);
+  run.window = static_cast<uint32_t>(flags.window);
+  run.seconds = static_cast<uint32_t>(flags.seconds);
+  run.rate = flags.rate;
+  return run;
 }
 
-int Run() {
+// Returns every flag of this program with its value (the report's metadata).
+std::map<std::string, std::string> OwnFlags() {
+  std::map<std::string, std::string> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (absl::StrContains(flag->Filename(), "troupe_loadgen")) {
+      flags[std::string(name)] = flag->CurrentValue();
+    }
+  }
+  return flags;
+}
+
+// Returns the run as a whole over its phases: the first phase's parameters, a title naming every
+// size, and every phase's failures and expected losses (prefixed with the size when several).
+troupe::examples::LoadRunInfo WholeRun(const std::vector<Phase>& phases, const LoadFlags& flags,
+                                       const troupe::examples::RunMetadata* metadata) {
+  troupe::examples::LoadRunInfo whole = phases.front().run;
+  whole.metadata = metadata;
+  if (flags.baseline) {
+    whole.baseline_dir = flags.baseline->dir;
+  }
+  if (phases.size() == 1) {
+    return whole;
+  }
+  whole.title = absl::StrFormat(
+      "%zu pair(s), payloads %s B, %s, window %d, %d s each", whole.pairs.size(),
+      absl::StrJoin(flags.payloads, ", "),
+      flags.rate == 0 ? std::string("closed loop")
+                      : absl::StrCat("open loop at ", flags.rate, " events/s per pair"),
+      flags.window, flags.seconds);
+  whole.failures.clear();
+  whole.expected.clear();
+  whole.comparison.clear();
+  whole.leave_undelivered = 0;
+  for (const Phase& phase : phases) {
+    for (const std::string& failure : phase.run.failures) {
+      whole.failures.push_back(absl::StrCat(phase.run.payload, " B: ", failure));
+    }
+    for (const std::string& line : phase.run.expected) {
+      whole.expected.push_back(absl::StrCat(phase.run.payload, " B: ", line));
+    }
+    whole.comparison.insert(whole.comparison.end(), phase.run.comparison.begin(),
+                            phase.run.comparison.end());
+    whole.leave_undelivered += phase.run.leave_undelivered;
+  }
+  if (phases.size() < flags.payloads.size()) {
+    whole.failures.push_back(absl::StrFormat(
+        "%zu of %zu payload size(s) ran: a phase's pairs did not all report, so the next could "
+        "not start cleanly",
+        phases.size(), flags.payloads.size()));
+  }
+  return whole;
+}
+
+// Runs one phase: its pairs between `others`, followed to their reports, and concluded. Sets
+// `phase` (its `complete` false when a pair did not report); kExitOk or the exit status.
+int RunPhase(const LoadFlags& flags, const LoadNode& load_node, const std::vector<NodeId>& others,
+             Board* board, Waiter& waiter, Phase* phase) {
+  const int pair_count =
+      absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : static_cast<int>(others.size());
+  std::vector<LoadPair> pairs = MakePairs(others, pair_count);
+  std::printf("load: %d pair(s), %d B payload, %s, window %d, %d s\n", pair_count, flags.payload,
+              flags.rate == 0
+                  ? "closed loop"
+                  : absl::StrCat("open loop at ", flags.rate, " events/s per pair").c_str(),
+              flags.window, flags.seconds);
+  std::fflush(stdout);
+  troupe::interconnect::NameserviceWatch membership;
+  absl::Time load_start;
+  if (int code = StartLoad(flags, load_node, others, pairs, board, &membership, &load_start);
+      code != kExitOk) {
+    return code;
+  }
+  Progress progress(board, load_start, flags.rate * static_cast<uint64_t>(pair_count));
+  if (int code = FollowLoad(flags, board, waiter, progress); code != kExitOk) {
+    return code;
+  }
+  membership.Cancel();
+  pairs = board->pairs();  // with the pairs of the nodes that joined
+  phase->figures = &board->figures();
+  phase->complete = phase->figures->reported() >= pairs.size();
+  absl::StatusOr<troupe::examples::LoadRunInfo> run =
+      Conclude(flags, pair_count, others.size(), load_start, pairs, board);
+  if (!run.ok()) {
+    return kExitFailed;
+  }
+  phase->run = std::move(*run);
+  if (flags.baseline) {
+    CompareWithBaseline(*flags.baseline, phase);
+  }
+  return kExitOk;
+}
+
+int Run(const std::string& command_line) {
   Board board;  // outlives the system, whose controller actor writes to it
   LoadFlags flags;
   troupe::proto::ActorSystemConfig config;
@@ -1138,26 +1412,36 @@ int Run() {
   if (int code = WaitForCluster(flags, load_node, waiter, &others); code != kExitOk) {
     return code;
   }
-  const int pair_count =
-      absl::GetFlag(FLAGS_pairs) > 0 ? absl::GetFlag(FLAGS_pairs) : static_cast<int>(others.size());
-  std::vector<LoadPair> pairs = MakePairs(others, pair_count);
-  std::printf("load: %d pair(s), %d B payload, window %d, %d s\n", pair_count, flags.payload,
-              flags.window, flags.seconds);
-  std::fflush(stdout);
-  troupe::interconnect::NameserviceWatch membership;
-  absl::Time load_start;
-  if (int code = StartLoad(flags, load_node, others, pairs, &board, &membership, &load_start);
-      code != kExitOk) {
-    return code;
+  std::string config_text;
+  google::protobuf::TextFormat::PrintToString(config, &config_text);
+  troupe::examples::RunMetadata metadata = troupe::examples::StartMetadata(
+      command_line, absl::GetFlag(FLAGS_launcher_command), OwnFlags(), std::move(config_text));
+  const troupe::examples::CpuMeter cpu(flags.node_pids);
+  const absl::Time started = absl::Now();
+  std::vector<Phase> phases;
+  for (size_t i = 0; i < flags.payloads.size(); ++i) {
+    if (i > 0) {
+      board.NewPhase();
+      // The members now: a node that joined during the last phase takes part.
+      others = OtherMembers(*load_node.node->interconnect()->nameservice(), load_node.self);
+      std::printf("\n");
+    }
+    flags.payload = static_cast<int>(flags.payloads[i]);
+    Phase& phase = phases.emplace_back();
+    if (int code = RunPhase(flags, load_node, others, &board, waiter, &phase); code != kExitOk) {
+      return code;
+    }
+    if (!phase.complete) {
+      break;
+    }
   }
-  Progress progress(&board, load_start);
-  if (int code = FollowLoad(flags, &board, waiter, progress); code != kExitOk) {
-    return code;
+  troupe::examples::FinishMetadata(cpu, absl::ToDoubleSeconds(absl::Now() - started), &metadata);
+  for (Phase& phase : phases) {
+    phase.run.metadata = &metadata;
   }
-  membership.Cancel();
-  pairs = board.pairs();  // with the pairs of the nodes that joined
   watcher.PrintCounters(stderr);
-  return Conclude(flags, pair_count, others.size(), load_start, pairs, &board);
+  troupe::examples::LoadRunInfo whole = WholeRun(phases, flags, &metadata);
+  return Report(whole, phases);
 }
 
 }  // namespace
@@ -1171,5 +1455,5 @@ int main(int argc, char** argv) {
       "throughput and round-trip times. Exits 1 unless every event was acknowledged once, in "
       "order (under --chaos_log: except on pairs touching a node killed or gone).");
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  return Run();
+  return Run(troupe::examples::CommandLine(argc, argv));
 }
