@@ -9,7 +9,7 @@
 // write(2) to stderr (which the terminal or journal dominates) and includes everything Troupe
 // does. The thread is bound to a node's LogContext with a trace id, as a handler's is, so every
 // optional field is written. BM_LogLineDisabled is the cost of a line below the level: a load and
-// a compare, its arguments unevaluated.
+// a compare, its arguments unevaluated. BM_LogLineJson writes the same line in the JSON format.
 #include <string_view>
 
 #include "benchmark/benchmark.h"
@@ -57,6 +57,18 @@ void BM_LogLineText(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_LogLineText);
+
+// The same line as a JSON object (log { format: "json" }).
+void BM_LogLineJson(benchmark::State& state) {
+  BoundThread bound;
+  bound.context().SetFormat(LogFormat::kJson);
+  int64_t value = 0;
+  for (auto _ : state) {
+    TROUPE_LOG(kInfo, kUser) << "session with node " << 2 << " up, incarnation " << ++value;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_LogLineJson);
 
 void BM_LogLineDisabled(benchmark::State& state) {
   BoundThread bound;
