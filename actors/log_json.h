@@ -15,7 +15,7 @@
 // Example:
 //
 //   std::string out = "{\"name\":";
-//   troupe::AppendJsonString("say \"hi\"\n", &out);   // {"name":"say \"hi\"\n"
+//   troupe::AppendJsonString("say \"hi\"\n", &out);  // {"name":"say \"hi\"\n"
 #pragma once
 
 #include <string>

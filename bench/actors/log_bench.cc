@@ -47,27 +47,22 @@ class BoundThread {
   TraceScope trace_;
 };
 
-// A typical line: a few words and two numbers.
-void BM_LogLineText(benchmark::State& state) {
+// A typical line, a few words and two numbers, in `format`.
+void LogLines(benchmark::State& state, LogFormat format) {
   BoundThread bound;
+  bound.context().SetFormat(format);
   int64_t value = 0;
   for (auto _ : state) {
     TROUPE_LOG(kInfo, kUser) << "session with node " << 2 << " up, incarnation " << ++value;
   }
   state.SetItemsProcessed(state.iterations());
 }
+
+void BM_LogLineText(benchmark::State& state) { LogLines(state, LogFormat::kText); }
 BENCHMARK(BM_LogLineText);
 
 // The same line as a JSON object (log { format: "json" }).
-void BM_LogLineJson(benchmark::State& state) {
-  BoundThread bound;
-  bound.context().SetFormat(LogFormat::kJson);
-  int64_t value = 0;
-  for (auto _ : state) {
-    TROUPE_LOG(kInfo, kUser) << "session with node " << 2 << " up, incarnation " << ++value;
-  }
-  state.SetItemsProcessed(state.iterations());
-}
+void BM_LogLineJson(benchmark::State& state) { LogLines(state, LogFormat::kJson); }
 BENCHMARK(BM_LogLineJson);
 
 void BM_LogLineDisabled(benchmark::State& state) {

@@ -1,54 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The JSON log format (`log { format: "json" }`): every line parses back with protobuf's strict
-// JSON parser into the same fields as the text line, whatever bytes the message holds (quotes,
-// backslashes, every control character, JSON of its own, invalid UTF-8), one record per line;
-// the escaper itself byte for byte; the format per node, process-wide for plain threads, and its
-// config field checked by name.
+// JSON parser, whatever bytes the message holds (quotes, backslashes, every control character,
+// JSON of its own, invalid UTF-8), one record per line; the escaper itself byte for byte; the
+// format per node, process-wide for plain threads, and its config field checked by name. A
+// handler's JSON line with every field is in log_test.cc.
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
-#include "actors/actor.h"
-#include "actors/actor_system.h"
 #include "actors/config.h"
 #include "actors/log.h"
 #include "actors/log_json.h"
+#include "ut/actors/log_test_util.h"
 #include "ut/actors/test_util.h"
 
 namespace troupe {
 namespace {
 
 using google::protobuf::Struct;
-using google::protobuf::Value;
-using testutil::EvValue;
-using testutil::MakeSystem;
+using testutil::LogField;
+using testutil::ParseLogLine;
 using testutil::SmallConfig;
-using testutil::WaitUntil;
-
-// Parses one JSON line strictly (protobuf's parser: a syntax error, a bad escape or invalid
-// UTF-8 fails); fails the test and returns an empty Struct when it does not parse.
-Struct ParseLine(const std::string& line) {
-  Struct record;
-  const auto status = google::protobuf::util::JsonStringToMessage(line, &record);
-  EXPECT_TRUE(status.ok()) << status.ToString() << " in " << line;
-  EXPECT_FALSE(absl::StrContains(line, "\n")) << line;
-  return record;
-}
-
-std::string StringField(const Struct& record, const std::string& key) {
-  const auto it = record.fields().find(key);
-  return it == record.fields().end() ? "<absent>" : it->second.string_value();
-}
 
 // Sets the process-wide format for its lifetime.
 class ProcessFormat {
@@ -60,71 +39,6 @@ class ProcessFormat {
   ProcessFormat(ProcessFormat&&) = delete;
   ProcessFormat& operator=(ProcessFormat&&) = delete;
 };
-
-// Logs "quote \"<value>\"" at info inside its handler.
-class Quoter final : public Actor {
- public:
-  Quoter() : Actor(&Quoter::StateWork) {}
-
- private:
-  TROUPE_STATE(StateWork) {
-    switch (ev->type()) {
-      TROUPE_HFUNC(EvValue, Handle);
-      default:
-        Unhandled(ev);
-    }
-  }
-  void Handle(EventPtr<EvValue> ev) {
-    TROUPE_LOG(kInfo, kUser) << "quote \"" << ev.Get()->value << "\"";
-  }
-};
-
-TEST(LogFormatTest, AJsonLineHasTheTextLinesFieldsAndParsesBack) {
-  CapturingLogSink sink;
-  proto::ActorSystemConfig config = SmallConfig();
-  config.set_node_id(7);
-  config.mutable_log()->set_format("json");
-  std::unique_ptr<ActorSystem> system = MakeSystem(config);
-  ASSERT_NE(system, nullptr);
-  EXPECT_EQ(system->log_context().format(), LogFormat::kJson);
-  const ActorId quoter = system->Register(std::make_unique<Quoter>());
-  system->Send(std::make_unique<EventHandle>(quoter, ActorId(), std::make_unique<EvValue>(5),
-                                             kNoFlags, 0, ActorId(), 0x4d2));
-  ASSERT_TRUE(WaitUntil([&] { return !sink.LinesWith("quote").empty(); }));
-  const std::string line = sink.LinesWith("quote").front();
-  EXPECT_TRUE(absl::StartsWith(line, "{\"time\":\"")) << line;
-  const Struct record = ParseLine(line);
-
-  absl::Time time;
-  std::string error;
-  EXPECT_TRUE(absl::ParseTime(absl::RFC3339_full, StringField(record, "time"), &time, &error))
-      << error << " in " << line;
-  EXPECT_TRUE(absl::EndsWith(StringField(record, "time"), "Z")) << line;
-  EXPECT_EQ(StringField(record, "time").size(), 27u) << "microseconds: " << line;
-  EXPECT_LT(absl::AbsDuration(absl::Now() - time), absl::Hours(1)) << line;
-  EXPECT_EQ(StringField(record, "level"), "info");
-  EXPECT_EQ(record.fields().at("node").number_value(), 7);
-  EXPECT_TRUE(absl::StartsWith(StringField(record, "thread"), "User:")) << line;
-  EXPECT_EQ(StringField(record, "actor"), quoter.ToString());
-  EXPECT_TRUE(absl::StrContains(StringField(record, "class"), "Quoter")) << line;
-  EXPECT_EQ(StringField(record, "trace"), "00000000000004d2");
-  EXPECT_EQ(StringField(record, "component"), "user");
-  EXPECT_TRUE(absl::StartsWith(StringField(record, "source"), "log_format_test.cc:")) << line;
-  EXPECT_EQ(StringField(record, "message"), "quote \"5\"");
-  EXPECT_EQ(record.fields().size(), 10u) << line;
-
-  // The node's lines outside a handler leave the actor, class and trace out, as text lines do.
-  {
-    const LogBinding binding(&system->log_context());
-    TROUPE_LOG(kWarn, kActors) << "bound, no actor";
-  }
-  const Struct bound = ParseLine(sink.LinesWith("bound, no actor").front());
-  EXPECT_EQ(bound.fields().at("node").number_value(), 7);
-  EXPECT_EQ(
-      bound.fields().count("actor") + bound.fields().count("class") + bound.fields().count("trace"),
-      0u);
-  EXPECT_EQ(StringField(bound, "component"), "actors");
-}
 
 TEST(LogFormatTest, HostileMessagesStayOneParsableRecordEach) {
   CapturingLogSink sink;
@@ -158,10 +72,10 @@ TEST(LogFormatTest, HostileMessagesStayOneParsableRecordEach) {
   const std::vector<std::string> lines = sink.Lines();
   ASSERT_EQ(lines.size(), cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
-    const Struct record = ParseLine(lines[i]);
-    EXPECT_EQ(StringField(record, "message"), absl::StrCat("case ", i, ": ", cases[i].second))
+    const Struct record = ParseLogLine(lines[i]);
+    EXPECT_EQ(LogField(record, "message"), absl::StrCat("case ", i, ": ", cases[i].second))
         << "case " << i << ": " << lines[i];
-    EXPECT_EQ(StringField(record, "level"), "warn");
+    EXPECT_EQ(LogField(record, "level"), "warn");
     EXPECT_EQ(record.fields().at("node").number_value(), 9);
     EXPECT_EQ(record.fields().count("injected"), 0u);
   }
@@ -187,6 +101,12 @@ TEST(LogFormatTest, TheEscaperWritesTheShortestValidJson) {
   EXPECT_EQ(escaped("\xe0\x9f\xbf"), "x\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
   EXPECT_EQ(escaped("\xf0\x8f\xbf\xbf"), "x\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
   EXPECT_EQ(escaped("end \xf0\x9f\x98"), "x\"end \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+
+  // [doc-example: actors/log_json.h]
+  std::string out = "{\"name\":";
+  troupe::AppendJsonString("say \"hi\"\n", &out);  // {"name":"say \"hi\"\n"
+  // [end doc-example]
+  EXPECT_EQ(out, "{\"name\":\"say \\\"hi\\\"\\n\"");
 }
 
 TEST(LogFormatTest, TheFormatIsPerNodeAndProcessWideForPlainThreads) {
@@ -212,9 +132,9 @@ TEST(LogFormatTest, TheFormatIsPerNodeAndProcessWideForPlainThreads) {
     const ProcessFormat json(LogFormat::kJson);
     EXPECT_EQ(text_node.format(), LogFormat::kJson);
     TROUPE_LOG(kWarn, kUser) << "plain thread, json";
-    const Struct record = ParseLine(sink.LinesWith("plain thread, json").front());
+    const Struct record = ParseLogLine(sink.LinesWith("plain thread, json").front());
     EXPECT_EQ(record.fields().count("node"), 0u);
-    EXPECT_EQ(StringField(record, "message"), "plain thread, json");
+    EXPECT_EQ(LogField(record, "message"), "plain thread, json");
   }
   TROUPE_LOG(kWarn, kUser) << "plain thread, text again";
   EXPECT_FALSE(absl::StartsWith(sink.LinesWith("plain thread, text again").front(), "{"));

@@ -22,6 +22,7 @@
 #include "actors/actor_system.h"
 #include "actors/config.h"
 #include "actors/events.h"
+#include "ut/actors/log_test_util.h"
 #include "ut/actors/test_util.h"
 
 namespace troupe {
@@ -29,7 +30,9 @@ namespace {
 
 using testutil::EvValue;
 using testutil::Inbox;
+using testutil::LogField;
 using testutil::MakeSystem;
+using testutil::ParseLogLine;
 using testutil::Recorder;
 using testutil::SmallConfig;
 using testutil::WaitUntil;
@@ -104,6 +107,52 @@ TEST(LogTest, AHandlersLineSaysWhenWhereWhoAndWhichTrace) {
   EXPECT_FALSE(absl::StrContains(plain, "actor=")) << plain;
   EXPECT_FALSE(absl::StrContains(plain, "trace=")) << plain;
   EXPECT_TRUE(absl::StrContains(plain, " warn thread=")) << plain;
+}
+
+TEST(LogTest, AJsonLineHasTheTextLinesFieldsAndParsesBack) {
+  CapturingLogSink sink;
+  proto::ActorSystemConfig config = NodeConfig(7, "debug");
+  config.mutable_log()->set_format("json");
+  std::unique_ptr<ActorSystem> system = MakeSystem(config);
+  ASSERT_NE(system, nullptr);
+  EXPECT_EQ(system->log_context().format(), LogFormat::kJson);
+  const ActorId talker = system->Register(std::make_unique<Talker>("quote", ActorId()));
+  system->Send(std::make_unique<EventHandle>(talker, ActorId(), std::make_unique<EvValue>(5),
+                                             kNoFlags, 0, ActorId(), 0x4d2));
+  ASSERT_TRUE(WaitUntil([&] { return !sink.LinesWith("quote 5").empty(); }));
+  const std::string line = sink.LinesWith("quote 5").front();
+  EXPECT_TRUE(absl::StartsWith(line, "{\"time\":\"")) << line;
+  const google::protobuf::Struct record = ParseLogLine(line);
+
+  absl::Time time;
+  std::string error;
+  EXPECT_TRUE(absl::ParseTime(absl::RFC3339_full, LogField(record, "time"), &time, &error))
+      << error << " in " << line;
+  EXPECT_TRUE(absl::EndsWith(LogField(record, "time"), "Z")) << line;
+  EXPECT_EQ(LogField(record, "time").size(), 27u) << "microseconds: " << line;
+  EXPECT_LT(absl::AbsDuration(absl::Now() - time), absl::Hours(1)) << line;
+  EXPECT_EQ(LogField(record, "level"), "debug");
+  EXPECT_EQ(record.fields().at("node").number_value(), 7);
+  EXPECT_TRUE(absl::StartsWith(LogField(record, "thread"), "User:")) << line;
+  EXPECT_EQ(LogField(record, "actor"), talker.ToString());
+  EXPECT_TRUE(absl::StrContains(LogField(record, "class"), "Talker")) << line;
+  EXPECT_EQ(LogField(record, "trace"), "00000000000004d2");
+  EXPECT_EQ(LogField(record, "component"), "user");
+  EXPECT_TRUE(absl::StartsWith(LogField(record, "source"), "log_test.cc:")) << line;
+  EXPECT_EQ(LogField(record, "message"), "quote 5");
+  EXPECT_EQ(record.fields().size(), 10u) << line;
+
+  // The node's lines outside a handler leave the actor, class and trace out, as text lines do.
+  {
+    const LogBinding binding(&system->log_context());
+    TROUPE_LOG(kWarn, kActors) << "bound, no actor";
+  }
+  const google::protobuf::Struct bound = ParseLogLine(sink.LinesWith("bound, no actor").front());
+  EXPECT_EQ(bound.fields().at("node").number_value(), 7);
+  EXPECT_EQ(
+      bound.fields().count("actor") + bound.fields().count("class") + bound.fields().count("trace"),
+      0u);
+  EXPECT_EQ(LogField(bound, "component"), "actors");
 }
 
 TEST(LogTest, EachNodeKeepsItsOwnLevels) {
