@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,7 @@
 #include "google/protobuf/text_format.h"
 
 #include "actors/actor_id.h"
+#include "actors/check.h"
 #include "actors/log.h"
 
 namespace troupe {
@@ -75,6 +78,71 @@ absl::Status ValidatePoolLending(const proto::PoolConfig& pool, const std::strin
   if (pool.has_extra_thread_after_ms() && pool.extra_thread_after_ms() != 0) {
     return CheckConfigRange(absl::StrCat(field, ".extra_thread_after_ms"),
                             pool.extra_thread_after_ms(), 1, 3'600'000);
+  }
+  return absl::OkStatus();
+}
+
+// Checks the log section. A component's name must exist when the node starts (built-in, named by
+// the code already, or declared in user_components), so that a misspelt one is refused here
+// instead of setting a level nobody reads.
+absl::Status ValidateLogConfig(const proto::LogConfig& log) {
+  LogLevel level;
+  LogFormat format;
+  if (!log.level().empty()) {
+    if (absl::Status s = ParseLogLevel(log.level(), &level); !s.ok()) {
+      return ConfigFieldError("log.level", s.message());
+    }
+  }
+  if (!log.format().empty()) {
+    if (absl::Status s = ParseLogFormat(log.format(), &format); !s.ok()) {
+      return ConfigFieldError("log.format", s.message());
+    }
+  }
+  std::vector<std::string> declared;
+  int unnamed = 0;
+  for (int i = 0; i < log.user_components_size(); ++i) {
+    const std::string& name = log.user_components(i);
+    const std::string field = absl::StrCat("log.user_components[", i, "]");
+    if (absl::Status s = CheckLogComponentName(name); !s.ok()) {
+      return ConfigFieldError(field, s.message());
+    }
+    const absl::StatusOr<LogComponent> existing = FindLogComponent(name);
+    if (existing.ok() && static_cast<int>(*existing) < static_cast<int>(LogComponent::kCount)) {
+      return ConfigFieldError(field, absl::StrCat("\"", name, "\" is a built-in component"));
+    }
+    if (std::find(declared.begin(), declared.end(), name) != declared.end()) {
+      return ConfigFieldError(field, absl::StrCat("\"", name, "\" is listed twice"));
+    }
+    declared.push_back(name);
+    unnamed += existing.ok() ? 0 : 1;
+  }
+  if (unnamed > FreeLogComponentSlots()) {
+    return ConfigFieldError(
+        "log.user_components",
+        absl::StrCat(unnamed, " new components, but only ", FreeLogComponentSlots(),
+                     " more can be named in this process (at most ",
+                     kMaxLogComponents - static_cast<int>(LogComponent::kCount) - 1, ")"));
+  }
+  absl::flat_hash_set<std::string> configured;
+  for (int i = 0; i < log.components_size(); ++i) {
+    const proto::LogComponentLevel& component = log.components(i);
+    const std::string field = absl::StrCat("log.components[", i, "]");
+    if (absl::Status s = CheckLogComponentKnown(component.name(), declared); !s.ok()) {
+      const bool unknown = CheckLogComponentName(component.name()).ok();
+      return ConfigFieldError(
+          field + ".name",
+          unknown ? absl::StrCat(s.message(),
+                                 "; a component your code names after the node starts must be "
+                                 "listed in log.user_components")
+                  : std::string(s.message()));
+    }
+    if (!configured.insert(component.name()).second) {
+      return ConfigFieldError(field + ".name",
+                              absl::StrCat("\"", component.name(), "\" is set twice"));
+    }
+    if (absl::Status s = ParseLogLevel(component.level(), &level); !s.ok()) {
+      return ConfigFieldError(field + ".level", s.message());
+    }
   }
   return absl::OkStatus();
 }
@@ -236,22 +304,8 @@ absl::Status ValidateConfig(const proto::ActorSystemConfig& config) {
       return s;
     }
   }
-  if (!config.log().level().empty()) {
-    LogLevel level;
-    if (absl::Status s = ParseLogLevel(config.log().level(), &level); !s.ok()) {
-      return ConfigFieldError("log.level", s.message());
-    }
-  }
-  for (int i = 0; i < config.log().components_size(); ++i) {
-    const proto::LogComponentLevel& component = config.log().components(i);
-    const std::string field = absl::StrCat("log.components[", i, "]");
-    if (absl::Status s = CheckLogComponentName(component.name()); !s.ok()) {
-      return ConfigFieldError(field + ".name", s.message());
-    }
-    LogLevel level;
-    if (absl::Status s = ParseLogLevel(component.level(), &level); !s.ok()) {
-      return ConfigFieldError(field + ".level", s.message());
-    }
+  if (absl::Status s = ValidateLogConfig(config.log()); !s.ok()) {
+    return s;
   }
   if (config.has_max_mailboxes()) {
     if (absl::Status s =
@@ -332,6 +386,9 @@ proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
   if (full.log().level().empty()) {
     full.mutable_log()->set_level("info");
   }
+  if (full.log().format().empty()) {
+    full.mutable_log()->set_format("text");
+  }
   if (!full.has_max_mailboxes()) {
     full.set_max_mailboxes(16'777'216);
   }
@@ -345,6 +402,27 @@ proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config) {
     full.mutable_lending()->set_period_ms(10);
   }
   return full;
+}
+
+void ApplyLogConfig(const proto::LogConfig& log, LogContext* context) {
+  for (const std::string& name : log.user_components()) {
+    LogComponentNamed(name);
+  }
+  LogLevel level = LogLevel::kInfo;
+  if (!log.level().empty()) {
+    TROUPE_CHECK(ParseLogLevel(log.level(), &level).ok()) << "log.level: " << log.level();
+  }
+  context->SetLevel(level);
+  for (const proto::LogComponentLevel& component : log.components()) {
+    TROUPE_CHECK(ParseLogLevel(component.level(), &level).ok())
+        << "log.components: " << component.level();
+    context->SetLevel(level, LogComponentNamed(component.name()));
+  }
+  LogFormat format = LogFormat::kText;
+  if (!log.format().empty()) {
+    TROUPE_CHECK(ParseLogFormat(log.format(), &format).ok()) << "log.format: " << log.format();
+  }
+  context->SetFormat(format);
 }
 
 }  // namespace troupe

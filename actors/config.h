@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
+#include "actors/log.h"
 #include "proto/config.pb.h"
 
 namespace troupe {
@@ -57,6 +58,11 @@ absl::Status ValidateConfig(const proto::ActorSystemConfig& config);
 // standard pools when none are listed); the other sections are left as they are. `config` should
 // have passed ValidateConfig.
 proto::ActorSystemConfig WithDefaults(const proto::ActorSystemConfig& config);
+
+// Sets a node's log context from its config's `log` section, which passed ValidateConfig (aborts
+// on one that did not): names the user_components, sets the default level, the components' own
+// levels and the format. ActorSystem does this when it starts.
+void ApplyLogConfig(const proto::LogConfig& log, LogContext* context);
 
 // -- for each layer's validator ---------------------------------------------------------------
 

@@ -17,11 +17,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 #include "actors/check.h"
+#include "actors/log_json.h"
 
 namespace troupe {
 namespace internal {
@@ -72,11 +74,27 @@ constexpr size_t kMaxComponentName = 32;
 
 // Names of user components, index kBuiltInComponents + 1 onwards (kCount means "all"). A name is
 // written once, before g_named_count's release store publishes it; readers load it with acquire.
-std::array<std::string, kMaxLogComponents> g_component_names;
+// Fixed buffers, not std::string: constant-initialized, so that code naming a component during
+// static initialization (a namespace-scope `static const auto kBilling = LogComponentNamed(...)`
+// in another file) finds the registry ready whatever the order of initialization.
+struct ComponentName {
+  std::array<char, kMaxComponentName> text;
+  size_t size;
+};
+constinit std::array<ComponentName, kMaxLogComponents> g_component_names{};
 std::atomic<int> g_named_count{kBuiltInComponents + 1};
-troupe::Mutex g_registry_mu;
-// Every LogContext alive, so that SetLogLevel reaches them.
-std::vector<LogContext*> g_contexts ABSL_GUARDED_BY(g_registry_mu);
+// Built on first use, even during static initialization, and never destroyed, so that contexts
+// and components of static objects can come and go in any order.
+struct LogRegistry {
+  troupe::Mutex mu;
+  // Every LogContext alive, so that SetLogLevel reaches them.
+  std::vector<LogContext*> contexts ABSL_GUARDED_BY(mu);
+};
+
+LogRegistry& TheLogRegistry() {
+  static LogRegistry& registry = *new LogRegistry;
+  return registry;
+}
 
 class StderrSink final : public LogSink {
  public:
@@ -131,7 +149,8 @@ std::string_view LogComponentName(LogComponent component) {
   }
   const int index = static_cast<int>(component);
   if (index > kBuiltInComponents && index < g_named_count.load(std::memory_order_acquire)) {
-    return g_component_names[static_cast<size_t>(index)];
+    const ComponentName& named = g_component_names[static_cast<size_t>(index)];
+    return {named.text.data(), named.size};
   }
   return "?";
 }
@@ -162,20 +181,97 @@ LogComponent LogComponentNamed(std::string_view name) {
   }
   const absl::Status valid = CheckLogComponentName(name);
   TROUPE_CHECK(valid.ok()) << valid.message();
-  troupe::MutexLock lock(&g_registry_mu);
+  LogRegistry& registry = TheLogRegistry();
+  troupe::MutexLock lock(&registry.mu);
   const int count = g_named_count.load(std::memory_order_relaxed);
   for (int i = kBuiltInComponents + 1; i < count; ++i) {
-    if (g_component_names[static_cast<size_t>(i)] == name) {
+    if (LogComponentName(static_cast<LogComponent>(i)) == name) {
       return static_cast<LogComponent>(i);
     }
   }
   TROUPE_CHECK(count < kMaxLogComponents)
       << "too many log components: " << kMaxLogComponents - kBuiltInComponents - 1
       << " user-named ones exist; \"" << name << "\" cannot be added";
-  g_component_names[static_cast<size_t>(count)] = std::string(name);
+  ComponentName& named = g_component_names[static_cast<size_t>(count)];
+  std::copy(name.begin(), name.end(), named.text.begin());
+  named.size = name.size();
   // release: pairs with the acquire loads in LogComponentName; the name is written first.
   g_named_count.store(count + 1, std::memory_order_release);
   return static_cast<LogComponent>(count);
+}
+
+namespace {
+
+// Levenshtein distance between two short names (at most kMaxComponentName characters).
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::vector<std::string> LogComponentNames() {
+  std::vector<std::string> names;
+  const int count = g_named_count.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) {
+    if (i != kBuiltInComponents) {
+      names.emplace_back(LogComponentName(static_cast<LogComponent>(i)));
+    }
+  }
+  return names;
+}
+
+int FreeLogComponentSlots() {
+  return kMaxLogComponents - g_named_count.load(std::memory_order_acquire);
+}
+
+absl::StatusOr<LogComponent> FindLogComponent(std::string_view name) {
+  if (absl::Status known = CheckLogComponentKnown(name); !known.ok()) {
+    return known;
+  }
+  // Known, so this finds it and names nothing new.
+  return LogComponentNamed(name);
+}
+
+absl::Status CheckLogComponentKnown(std::string_view name,
+                                    const std::vector<std::string>& declared) {
+  if (absl::Status valid = CheckLogComponentName(name); !valid.ok()) {
+    return valid;
+  }
+  std::vector<std::string> known = LogComponentNames();
+  known.insert(known.end(), declared.begin(), declared.end());
+  // A typo is a letter or two off; "db" must not suggest "user".
+  const size_t tolerance = name.size() >= 5 ? 2 : 1;
+  const std::string* closest = nullptr;
+  size_t best = tolerance + 1;
+  for (const std::string& candidate : known) {
+    if (candidate == name) {
+      return absl::OkStatus();
+    }
+    if (const size_t distance = EditDistance(name, candidate); distance < best) {
+      best = distance;
+      closest = &candidate;
+    }
+  }
+  const absl::string_view quoted(name.data(), name.size());
+  if (closest != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown component \"", quoted, "\" (did you mean \"", *closest, "\"?)"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown component \"", quoted, "\" (known: ", absl::StrJoin(known, ", "), ")"));
 }
 
 absl::Status ParseLogLevel(std::string_view text, LogLevel* level) {
@@ -190,31 +286,99 @@ absl::Status ParseLogLevel(std::string_view text, LogLevel* level) {
                    "\" (expected trace, debug, info, warn or error)"));
 }
 
+std::string_view LogFormatName(LogFormat format) {
+  return format == LogFormat::kJson ? "json" : "text";
+}
+
+absl::Status ParseLogFormat(std::string_view text, LogFormat* format) {
+  if (text == "text" || text == "json") {
+    *format = text == "json" ? LogFormat::kJson : LogFormat::kText;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown log format \"",
+                                                 absl::string_view(text.data(), text.size()),
+                                                 "\" (expected text or json)"));
+}
+
 namespace {
 
-void SetLevels(internal::LogLevels& levels, LogLevel level, LogComponent component) {
+// Process-wide format, for threads no node runs. Relaxed: like the levels, a hint read per line.
+constinit std::atomic<int> g_log_format{static_cast<int>(LogFormat::kText)};
+
+// Sets the components whose bit is in `mask` (all when `mask` is ~0) to `level`.
+void SetLevels(internal::LogLevels& levels, LogLevel level, uint32_t mask) {
   for (int i = 0; i < kMaxLogComponents; ++i) {
-    if (component == LogComponent::kCount || i == static_cast<int>(component)) {
+    if ((mask >> i & 1u) != 0) {
       levels[static_cast<size_t>(i)].store(static_cast<int>(level), std::memory_order_relaxed);
     }
   }
 }
 
+uint32_t BitOf(LogComponent component) {
+  return 1u << (static_cast<unsigned>(component) % kMaxLogComponents);
+}
+
 }  // namespace
 
 LogContext::LogContext(uint32_t node_id, LogLevel level)
-    : node_id_(node_id), levels_(internal::MakeLevels(level)) {
-  troupe::MutexLock lock(&g_registry_mu);
-  g_contexts.push_back(this);
+    : node_id_(node_id),
+      levels_(internal::MakeLevels(level)),
+      default_level_(static_cast<int>(level)) {
+  LogRegistry& registry = TheLogRegistry();
+  troupe::MutexLock lock(&registry.mu);
+  registry.contexts.push_back(this);
 }
 
 LogContext::~LogContext() {
-  troupe::MutexLock lock(&g_registry_mu);
-  std::erase(g_contexts, this);
+  LogRegistry& registry = TheLogRegistry();
+  troupe::MutexLock lock(&registry.mu);
+  std::erase(registry.contexts, this);
 }
 
 void LogContext::SetLevel(LogLevel level, LogComponent component) {
-  SetLevels(levels_, level, component);
+  troupe::MutexLock lock(&mu_);
+  if (component == LogComponent::kCount) {
+    own_levels_ = 0;
+    default_level_.store(static_cast<int>(level), std::memory_order_relaxed);
+    SetLevels(levels_, level, ~0u);
+    return;
+  }
+  own_levels_ |= BitOf(component);
+  SetLevels(levels_, level, BitOf(component));
+}
+
+void LogContext::SetDefaultLevel(LogLevel level) {
+  troupe::MutexLock lock(&mu_);
+  default_level_.store(static_cast<int>(level), std::memory_order_relaxed);
+  SetLevels(levels_, level, ~own_levels_);
+}
+
+void LogContext::ClearLevel(LogComponent component) {
+  troupe::MutexLock lock(&mu_);
+  own_levels_ &= ~BitOf(component);
+  SetLevels(levels_, default_level(), BitOf(component));
+}
+
+LogLevel LogContext::default_level() const {
+  return static_cast<LogLevel>(default_level_.load(std::memory_order_relaxed));
+}
+
+LogLevel LogContext::level(LogComponent component) const {
+  return static_cast<LogLevel>(levels_[static_cast<unsigned>(component) % kMaxLogComponents].load(
+      std::memory_order_relaxed));
+}
+
+bool LogContext::HasOwnLevel(LogComponent component) const {
+  troupe::MutexLock lock(&mu_);
+  return (own_levels_ & BitOf(component)) != 0;
+}
+
+void LogContext::SetFormat(LogFormat format) {
+  format_.store(static_cast<int>(format), std::memory_order_relaxed);
+}
+
+LogFormat LogContext::format() const {
+  return static_cast<LogFormat>(format_.load(std::memory_order_relaxed));
 }
 
 bool LogContext::Enabled(LogLevel level, LogComponent component) const {
@@ -264,10 +428,21 @@ TraceScope::TraceScope(uint64_t trace_id) {
 TraceScope::~TraceScope() { internal::tls_log_scope = scope_.previous; }
 
 void SetLogLevel(LogLevel level, LogComponent component) {
-  SetLevels(internal::g_log_levels, level, component);
-  troupe::MutexLock lock(&g_registry_mu);
-  for (LogContext* context : g_contexts) {
+  SetLevels(internal::g_log_levels, level,
+            component == LogComponent::kCount ? ~0u : BitOf(component));
+  LogRegistry& registry = TheLogRegistry();
+  troupe::MutexLock lock(&registry.mu);
+  for (LogContext* context : registry.contexts) {
     context->SetLevel(level, component);
+  }
+}
+
+void SetLogFormat(LogFormat format) {
+  g_log_format.store(static_cast<int>(format), std::memory_order_relaxed);
+  LogRegistry& registry = TheLogRegistry();
+  troupe::MutexLock lock(&registry.mu);
+  for (LogContext* context : registry.contexts) {
+    context->SetFormat(format);
   }
 }
 
@@ -319,22 +494,88 @@ bool CapturingLogSink::Contains(std::string_view needle) const {
 }
 
 namespace internal {
+namespace {
 
-LogMessage::LogMessage(LogLevel level, LogComponent component, const char* file, int line)
-    : level_(level), component_(component) {
+constexpr const char* kTimeFormat = "%Y-%m-%dT%H:%M:%E6SZ";
+
+std::string_view BaseName(const char* file) {
   std::string_view path(file);
   if (auto slash = path.rfind('/'); slash != std::string_view::npos) {
     path.remove_prefix(slash + 1);
   }
-  stream_ << absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()) << ' '
-          << LogLevelName(level);
+  return path;
+}
+
+// 16 bytes is Linux's limit for a thread name, the terminator included.
+using ThreadName = std::array<char, 16>;
+
+bool GetThreadName(ThreadName& name) {
+  return pthread_getname_np(pthread_self(), name.data(), name.size()) == 0;
+}
+
+void AppendJsonField(std::string_view key, std::string_view value, std::string* out) {
+  out->append(",\"");
+  out->append(key);
+  out->append("\":");
+  AppendJsonString(value, out);
+}
+
+// The JSON record of one line: the text format's fields under fixed keys (see log.h).
+std::string JsonLine(absl::Time time, LogLevel level, LogComponent component, const char* file,
+                     int line, std::string_view message) {
+  std::string out;
+  out.reserve(message.size() + 256);
+  out.append("{\"time\":\"");
+  out.append(absl::FormatTime(kTimeFormat, time, absl::UTCTimeZone()));
+  out.append("\",\"level\":\"");
+  out.append(LogLevelName(level));
+  out.push_back('"');
   const LogScope* scope = tls_log_scope;
+  if (scope != nullptr && scope->context != nullptr) {
+    absl::StrAppend(&out, ",\"node\":", scope->context->node_id());
+  }
+  if (ThreadName thread_name{}; GetThreadName(thread_name)) {
+    AppendJsonField("thread", thread_name.data(), &out);
+  }
+  if (scope != nullptr && scope->actor != nullptr) {
+    AppendJsonField("actor", scope->actor->ToString(), &out);
+    AppendJsonField("class", TypeName(scope->actor_class), &out);
+  }
+  if (scope != nullptr && scope->trace_id != 0) {
+    AppendJsonField("trace", absl::StrFormat("%016x", scope->trace_id), &out);
+  }
+  AppendJsonField("component", LogComponentName(component), &out);
+  const std::string_view base = BaseName(file);
+  AppendJsonField("source", absl::StrCat(absl::string_view(base.data(), base.size()), ":", line),
+                  &out);
+  AppendJsonField("message", message, &out);
+  out.push_back('}');
+  return out;
+}
+
+}  // namespace
+
+LogMessage::LogMessage(LogLevel level, LogComponent component, const char* file, int line)
+    : level_(level), component_(component) {
+  const LogScope* scope = tls_log_scope;
+  const LogFormat format =
+      scope != nullptr && scope->context != nullptr
+          ? scope->context->format()
+          : static_cast<LogFormat>(g_log_format.load(std::memory_order_relaxed));
+  if (format == LogFormat::kJson) {
+    // The fields are written around the message once it is complete (the destructor).
+    json_ = true;
+    file_ = file;
+    line_ = line;
+    time_ns_ = absl::GetCurrentTimeNanos();
+    return;
+  }
+  stream_ << absl::FormatTime(kTimeFormat, absl::Now(), absl::UTCTimeZone()) << ' '
+          << LogLevelName(level);
   if (scope != nullptr && scope->context != nullptr) {
     stream_ << " node=" << scope->context->node_id();
   }
-  // 16 bytes is Linux's limit for a thread name, the terminator included.
-  std::array<char, 16> thread_name{};
-  if (pthread_getname_np(pthread_self(), thread_name.data(), thread_name.size()) == 0) {
+  if (ThreadName thread_name{}; GetThreadName(thread_name)) {
     stream_ << " thread=" << thread_name.data();
   }
   if (scope != nullptr && scope->actor != nullptr) {
@@ -343,11 +584,13 @@ LogMessage::LogMessage(LogLevel level, LogComponent component, const char* file,
   if (scope != nullptr && scope->trace_id != 0) {
     stream_ << " trace=" << absl::StrFormat("%016x", scope->trace_id);
   }
-  stream_ << ' ' << LogComponentName(component) << ' ' << path << ':' << line << "] ";
+  stream_ << ' ' << LogComponentName(component) << ' ' << BaseName(file) << ':' << line << "] ";
 }
 
 LogMessage::~LogMessage() {
-  const std::string text = stream_.str();
+  const std::string text = json_ ? JsonLine(absl::FromUnixNanos(time_ns_), level_, component_,
+                                            file_, line_, stream_.str())
+                                 : stream_.str();
   troupe::MutexLock lock(&g_sink_mu);
   LogSink* sink = g_sink != nullptr ? g_sink : &DefaultSink();
   sink->Write(level_, component_, text);

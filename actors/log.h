@@ -17,11 +17,31 @@
 // see LogContext), the thread's name, and inside a handler the actor's id and class and the trace
 // id of the event being handled (see actor.h); then the component and the source location.
 // Fields that do not apply (no node on a plain thread, no actor outside a handler, no trace) are
-// left out.
+// left out. The text format writes the message as it was streamed, newlines included.
+//
+// Formats: a node whose config says `log { format: "json" }` (LogContext::SetFormat) writes each
+// line as one JSON object instead, with the same fields under fixed keys, in this order:
+//
+//   {"time":"2026-11-24T05:19:37.123456Z","level":"info","node":1,"thread":"User:0",
+//    "actor":"[1:7:0]","class":"Pinger","trace":"00000000000004d2","component":"user",
+//    "source":"pinger.cc:42","message":"got pong 17"}
+//
+// `node` is a number, every other value a string; absent fields are left out as in the text
+// format. Strings are escaped for JSON (quotes, backslashes, control characters as \n or \u001b);
+// bytes that are not UTF-8 become U+FFFD, so every line parses as JSON whatever the message
+// holds, and a message's newlines never split a record. Threads no node runs use the
+// process-wide format (SetLogFormat), text until set.
 //
 // Levels: each node has its own (LogContext, set from its config's `log` section), so two nodes
-// in one process log independently. Threads no node runs use the process-wide levels, which
-// start at `kInfo`. `SetLogLevel` sets a level process-wide: the default and every node's.
+// in one process log independently: a default level and, over it, levels of single components.
+// Threads no node runs use the process-wide levels, which start at `kInfo`. `SetLogLevel` sets a
+// level process-wide: the default and every node's. A node's monitoring server changes its levels
+// over HTTP (node/monitoring.h, /loglevels).
+//
+// Components: the built-in ones and those your code names with LogComponentNamed. A config or an
+// HTTP request may only name a component that exists (FindLogComponent): a built-in one, one the
+// process has named already, or one the config declares in `log.user_components`; any other name
+// is refused, so a misspelt "interconect" is an error rather than a level nobody reads.
 //
 // Thread-safety: thread-safe. Sinks are called under an internal mutex, one line at a time.
 //
@@ -43,6 +63,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 #include "actors/actor_id.h"
 #include "actors/sync.h"
@@ -69,6 +90,15 @@ std::string_view LogComponentName(LogComponent component);
 // Parses "trace", "debug", "info", "warn" or "error"; kInvalidArgument otherwise.
 absl::Status ParseLogLevel(std::string_view text, LogLevel* level);
 
+// How lines are written (see the top of this file).
+enum class LogFormat : int { kText = 0, kJson = 1 };
+
+// Returns "text" or "json".
+std::string_view LogFormatName(LogFormat format);
+
+// Parses "text" or "json"; kInvalidArgument otherwise, naming the values expected.
+absl::Status ParseLogFormat(std::string_view text, LogFormat* format);
+
 // Checks a component name: 1 to 32 characters of a-z, 0-9, '_', '-' and '.'. kInvalidArgument
 // otherwise, saying why.
 absl::Status CheckLogComponentName(std::string_view name);
@@ -81,6 +111,25 @@ absl::Status CheckLogComponentName(std::string_view name);
 //   static const troupe::LogComponent kBilling = troupe::LogComponentNamed("billing");
 //   TROUPE_LOG_TO(kInfo, kBilling) << "invoice " << id << " sent";
 LogComponent LogComponentNamed(std::string_view name);
+
+// Returns the component called `name` if it exists already: a built-in one or one named so far
+// (LogComponentNamed, or a node's config). Never names a new one. kInvalidArgument otherwise, with
+// the reason: a malformed name (CheckLogComponentName), or `unknown component "interconect" (did
+// you mean "interconnect"?)`, or the known names when none is close. Thread-safe.
+absl::StatusOr<LogComponent> FindLogComponent(std::string_view name);
+
+// Returns OK when FindLogComponent finds `name` or `name` is one of `declared` (names about to be
+// named, such as a config's user_components); else FindLogComponent's error, whose "did you mean"
+// also considers `declared`.
+absl::Status CheckLogComponentKnown(std::string_view name,
+                                    const std::vector<std::string>& declared = {});
+
+// Returns the name of every component that exists: the built-in ones, then the user-named ones in
+// the order they were named.
+std::vector<std::string> LogComponentNames();
+
+// Returns how many more components LogComponentNamed can name in this process.
+int FreeLogComponentSlots();
 
 // Receives finished log lines. Implementations must not log themselves.
 class LogSink {
@@ -118,13 +167,15 @@ inline const LogLevels& LevelsOf(const LogContext& context);
 
 }  // namespace internal
 
-// The log identity of one node: its id, which every line written on its behalf carries, and its
-// levels per component. Each ActorSystem owns one (ActorSystem::log_context()), set from its
-// config, and binds its threads and handlers to it; bind threads of your own that work for a node
-// with LogBinding. Thread-safe.
+// The log identity of one node: its id, which every line written on its behalf carries, its
+// format, and its levels: a default level and the components that have a level of their own. Each
+// ActorSystem owns one (ActorSystem::log_context()), set from its config, and binds its threads
+// and handlers to it; bind threads of your own that work for a node with LogBinding.
+// Thread-safe: setters may race with each other and with logging threads; a logging thread sees
+// a new level or format within a few lines (relaxed loads).
 class LogContext {
  public:
-  // Every component starts at `level`.
+  // Every component starts at `level`, none with a level of its own; the format is text.
   explicit LogContext(uint32_t node_id, LogLevel level = LogLevel::kInfo);
   ~LogContext();
   LogContext(const LogContext&) = delete;
@@ -133,16 +184,43 @@ class LogContext {
   LogContext& operator=(LogContext&&) = delete;
 
   uint32_t node_id() const { return node_id_; }
-  // Sets the minimum level of one component of this node (of all when `component` is kCount).
+
+  // -- levels ------------------------------------------------------------------------------------
+
+  // Gives `component` a level of its own, which the default level no longer changes. With
+  // kCount: sets the default level and every component to `level`, dropping their own levels.
   void SetLevel(LogLevel level, LogComponent component = LogComponent::kCount);
+  // Sets the default level: the level of every component that has none of its own.
+  void SetDefaultLevel(LogLevel level);
+  // Drops `component`'s own level: it follows the default level again.
+  void ClearLevel(LogComponent component);
+  // Returns the default level.
+  LogLevel default_level() const;
+  // Returns `component`'s level (its own, or the default).
+  LogLevel level(LogComponent component) const;
+  // Returns true when `component` has a level of its own.
+  bool HasOwnLevel(LogComponent component) const;
   // Returns true when this node writes a message of `level` for `component`.
   bool Enabled(LogLevel level, LogComponent component) const;
+
+  // -- format ------------------------------------------------------------------------------------
+
+  // Sets how this node's lines are written; lines already begun keep their format.
+  void SetFormat(LogFormat format);
+  LogFormat format() const;
 
  private:
   friend const internal::LogLevels& internal::LevelsOf(const LogContext& context);
 
   const uint32_t node_id_;
   internal::LogLevels levels_;
+  std::atomic<int> default_level_;
+  std::atomic<int> format_{static_cast<int>(LogFormat::kText)};
+  // Serializes the setters, so that a default level and a component's own level set at the same
+  // time leave levels_ as one of the two orders would.
+  mutable troupe::Mutex mu_;
+  // Bit i: component i has a level of its own.
+  uint32_t own_levels_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Binds the calling thread to a node's LogContext for this object's lifetime: the lines it writes
@@ -194,9 +272,13 @@ class TraceScope {
 // ------------------------------------------------------------------------------
 
 // Sets the minimum level of one component (of all when `component` is kCount) process-wide: for
-// threads no node runs, and in every node that exists now. A node created later starts from its
-// config.
+// threads no node runs, and in every node that exists now (LogContext::SetLevel). A node created
+// later starts from its config.
 void SetLogLevel(LogLevel level, LogComponent component = LogComponent::kCount);
+
+// Sets the format process-wide: for threads no node runs, and in every node that exists now. A
+// node created later starts from its config.
+void SetLogFormat(LogFormat format);
 
 // Returns true when a message of `level` for `component` written on the calling thread would be
 // written (by the thread's node's levels, or the process-wide ones).
@@ -257,6 +339,12 @@ class LogMessage {
  private:
   LogLevel level_;
   LogComponent component_;
+  // Set for a JSON line, whose fields are written once the message is complete; a text line's
+  // prefix is in stream_ already.
+  bool json_ = false;
+  const char* file_ = nullptr;
+  int line_ = 0;
+  int64_t time_ns_ = 0;
   std::ostringstream stream_;
 };
 

@@ -19,6 +19,7 @@
 #include "actors/log.h"
 #include "actors/metrics.h"
 #include "actors/node_hooks.h"
+#include "node/internal/log_levels_http.h"
 #include "node/internal/node_status.h"
 #include "node/internal/process_metrics.h"
 #include "node/internal/status_page.h"
@@ -109,6 +110,8 @@ absl::StatusOr<std::unique_ptr<MonitoringServer>> MonitoringServer::Start(
         ready.ok() ? std::string("ready\n") : absl::StrCat("not ready: ", ready.message(), "\n"),
         "text/plain; charset=utf-8");
   });
+
+  internal::AddLogLevelRoutes(server, &system->log_context());
 
   const NodeId node = system->node_id();
   if (config.port() == 0) {

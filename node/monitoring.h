@@ -21,10 +21,18 @@
 //   | GET /readyz   | 200 "ready" when MonitoringOptions::readiness says OK (always, without |
 //   |               | one); else 503 and the reason, one line (a readiness probe). Node's    |
 //   |               | meaning is in node.h                                                   |
+//   | GET /loglevels| 200, the node's log levels as JSON; POST /loglevels?component=C&level=L|
+//   | POST          | changes them (400 naming the parameter when bad; internal/             |
+//   |  /loglevels   | log_levels_http.h)                                                     |
 //   | anything else | 404                                                                    |
 // troupe::node::Node starts one when the config has `monitoring { port: N }` (proto/config.proto;
 // port 0 takes a free one) and stops it first on Shutdown. A scrape reads each metric's current
 // value without stopping anything (metrics.h); it costs the node's actors nothing.
+//
+// Security: there is no authentication. Whoever reaches the port reads the node's state, and with
+// POST /loglevels changes its log levels (trace makes it write far more): with the default host,
+// 127.0.0.1, that is every process of the machine, of every user. Keep the port on loopback or
+// behind a firewall.
 //
 // Thread-safety: Start and the destructor from one thread; port() and url() are thread-safe.
 // Destroy the server before its ActorSystem (Node does); the other order aborts with a message

@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 
 #include "actors/check.h"
+#include "actors/config.h"
 #include "actors/internal/extras.h"
 #include "actors/internal/node_metrics.h"
 #include "actors/log.h"
@@ -122,9 +123,7 @@ Runtime::Runtime(ActorSystem* system, proto::ActorSystemConfig config, Driver* d
   }
   scheduler_ = std::make_unique<Scheduler>(
       this, absl::Microseconds(static_cast<int64_t>(config_.scheduler().resolution_us())));
-  for (const proto::LogComponentLevel& component : config_.log().components()) {
-    log_context_.SetLevel(LevelNamed(component.level()), LogComponentNamed(component.name()));
-  }
+  ApplyLogConfig(config_.log(), &log_context_);
   PublishNodeMetrics();
 }
 
