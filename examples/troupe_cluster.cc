@@ -86,9 +86,11 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
@@ -97,6 +99,7 @@
 #include "google/protobuf/message.h"
 #include "google/protobuf/text_format.h"
 
+#include "actors/version.h"
 #include "chaos.h"
 #include "child_process.h"
 #include "cli.h"
@@ -1018,7 +1021,27 @@ struct Binaries {
   std::string roll;  // what nodes restarted by --roll run
   std::string loadgen;
   std::string etcd;  // with --membership=etcd only
+  // The nodes (first and rolled) are this build's version: the config may use fields older ones
+  // refuse (the node table's monitoring_port).
+  bool same_version = true;
 };
+
+// Returns the version a troupe_node binary prints with --version ("0.1.0" from "troupe_node
+// (Troupe) 0.1.0 ..."), or "" when it prints none.
+std::string NodeVersion(const std::string& binary) {
+  const std::string command =
+      absl::StrCat("'", absl::StrReplaceAll(binary, {{"'", "'\\''"}}), "' --version 2>/dev/null");
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return "";
+  }
+  std::array<char, 512> line{};
+  const bool read = std::fgets(line.data(), static_cast<int>(line.size()), pipe) != nullptr;
+  ::pclose(pipe);
+  const std::vector<std::string> words = absl::StrSplit(line.data(), ' ', absl::SkipWhitespace());
+  return read && words.size() >= 3 ? std::string(absl::StripTrailingAsciiWhitespace(words[2]))
+                                   : std::string();
+}
 
 // Finds the binaries: the flags', or troupe_node and troupe_loadgen next to this one, and etcd on
 // the PATH. Prints the problem and returns kExitUsage when one is missing, kExitOk otherwise.
@@ -1042,6 +1065,16 @@ int FindBinaries(const char* argv0, bool etcd, Binaries* binaries) {
                    "troupe_cluster: %s: %s (see --node_binary, --loadgen_binary, --roll_binary)\n",
                    binary.c_str(), ErrorText(errno).c_str());
       return kExitUsage;
+    }
+  }
+  const std::string own(troupe::Version().version);
+  for (const std::string& binary : {binaries->node, binaries->roll}) {
+    if (const std::string version = NodeVersion(binary); version != own) {
+      binaries->same_version = false;
+      std::printf(
+          "troupe_cluster: %s is version %s, not %s: the node table leaves out monitoring_port, "
+          "so the status pages do not link to each other\n",
+          binary.c_str(), version.empty() ? "unknown" : version.c_str(), own.c_str());
     }
   }
   if (etcd) {
@@ -1144,10 +1177,10 @@ bool WriteFile(const std::string& path, const std::string& text) {
 
 // Writes the cluster's config and, with a plan, the chaos log's header; removes the load start
 // file a workdir used before has from its last run.
-bool WriteRunFiles(const ClusterFlags& flags, const Ports& ports, const std::string& etcd_endpoint,
-                   const RunFiles& files) {
-  absl::StatusOr<std::string> config_text =
-      NodeConfigText(ports.table, ports.metrics, etcd_endpoint);
+bool WriteRunFiles(const ClusterFlags& flags, const Ports& ports, const Binaries& binaries,
+                   const std::string& etcd_endpoint, const RunFiles& files) {
+  absl::StatusOr<std::string> config_text = NodeConfigText(
+      ports.table, binaries.same_version ? ports.metrics : std::vector<uint16_t>(), etcd_endpoint);
   ::unlink(files.load_start.c_str());
   return config_text.ok() && WriteFile(files.config, *config_text) &&
          (!flags.logged() ||
@@ -1521,7 +1554,7 @@ int Run(const char* argv0, std::string command_line) {
     return code;
   }
   const RunFiles files(workdir);
-  if (!WriteRunFiles(flags, ports, flags.etcd ? local_etcd.endpoint() : "", files)) {
+  if (!WriteRunFiles(flags, ports, binaries, flags.etcd ? local_etcd.endpoint() : "", files)) {
     return kExitFailed;
   }
 
