@@ -134,7 +134,7 @@ absl::Status ValidateLogConfig(const proto::LogConfig& log) {
           unknown ? absl::StrCat(s.message(),
                                  "; a component your code names after the node starts must be "
                                  "listed in log.user_components")
-                  : std::string(s.message()));
+                  : std::string{s.message()});
     }
     if (!configured.insert(component.name()).second) {
       return ConfigFieldError(field + ".name",

@@ -525,9 +525,9 @@ std::string JsonLine(absl::Time time, LogLevel level, LogComponent component, co
                      int line, std::string_view message) {
   std::string out;
   out.reserve(message.size() + 256);
-  out.append("{\"time\":\"");
+  out.append(R"({"time":")");
   out.append(absl::FormatTime(kTimeFormat, time, absl::UTCTimeZone()));
-  out.append("\",\"level\":\"");
+  out.append(R"(","level":")");
   out.append(LogLevelName(level));
   out.push_back('"');
   const LogScope* scope = tls_log_scope;

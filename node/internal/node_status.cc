@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/util/json_util.h"
@@ -146,8 +147,8 @@ proto::NodeStatus BuildNodeStatus(ActorSystem& system, const StatusSources& sour
   const VersionInfo version = Version();
   proto::NodeStatus status;
   status.set_node_id(system.node_id());
-  status.set_version(std::string(version.version));
-  status.set_commit(std::string(version.commit));
+  status.set_version(std::string{version.version});
+  status.set_commit(std::string{version.commit});
   status.set_time(Rfc3339(now));
   status.set_uptime_seconds(absl::ToDoubleSeconds(now - started));
   status.set_rate_window_seconds(absl::ToDoubleSeconds(rates.Window()));
@@ -160,7 +161,7 @@ proto::NodeStatus BuildNodeStatus(ActorSystem& system, const StatusSources& sour
       proto::MemberStatus* out = status.add_members();
       out->set_node_id(member.node);
       out->set_client(member.client);
-      const bool v6 = member.host.find(':') != std::string::npos;
+      const bool v6 = absl::StrContains(member.host, ':');
       const std::string host = absl::StrCat(v6 ? "[" : "", member.host, v6 ? "]" : "");
       if (!member.client) {
         out->set_address(absl::StrCat(host, ":", member.port));

@@ -126,8 +126,8 @@ std::vector<MetricsRegistry::Registration> PublishProcessMetrics(MetricsRegistry
   out.push_back(registry.Add({.name = "troupe_build_info",
                               .type = MetricType::kGauge,
                               .help = "1; the labels say which Troupe the node runs.",
-                              .labels = {{"version", std::string(version.version)},
-                                         {"commit", std::string(version.commit)}}},
+                              .labels = {{"version", std::string{version.version}},
+                                         {"commit", std::string{version.commit}}}},
                              [] { return int64_t{1}; }));
   return out;
 }
