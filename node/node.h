@@ -12,11 +12,12 @@
 //   |                       | interconnect.etcd, joins the membership in etcd (an id from etcd   |
 //   |                       | when the config sets no node_id; see etcd_nameservice.h); creates  |
 //   |                       | the ActorSystem with every default filled in (WithDefaults), runs  |
-//   |                       | on_system_start (register services there), starts the interconnect |
-//   |                       | when config.interconnect() lists nodes or has etcd (the node is    |
-//   |                       | then listening, published, and dialling every member), then the    |
-//   |                       | monitoring server when config.monitoring() has a port              |
-//   |                       | (monitoring.h: GET /metrics, /healthz, /readyz as Readiness says); |
+//   |                       | on_system_start (register services there), starts the monitoring  |
+//   |                       | server when config.monitoring() has a port (monitoring.h: the      |
+//   |                       | status page, /status.json, /metrics, /healthz, /readyz as          |
+//   |                       | Readiness says; its port goes into the etcd record), then the      |
+//   |                       | interconnect when config.interconnect() lists nodes or has etcd    |
+//   |                       | (the node is then listening, published, and dialling every member);|
 //   |                       | on failure nothing is left running                                 |
 //   |                       | and the status names the field or the cause                        |
 //   | WaitForPeer(s)        | blocks until sessions are up, with a timeout                       |
