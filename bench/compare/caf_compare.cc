@@ -181,7 +181,8 @@ int RunIdle(int64_t actors) {
   return 0;
 }
 
-// -- messages of the other workloads ---------------------------------------------------------------
+// -- messages of the other workloads
+// ---------------------------------------------------------------
 
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
 using pong_atom = caf::atom_constant<caf::atom("pong")>;
@@ -202,8 +203,7 @@ template <typename T>
 T AwaitOrExit(caf::scoped_actor& waiter, const char* what) {
   T value{};
   bool got = false;
-  waiter->receive([&](T received) { value = received, got = true; },
-                  caf::after(kWait) >> [] {});
+  waiter->receive([&](T received) { value = received, got = true; }, caf::after(kWait) >> [] {});
   if (!got) {
     std::fprintf(stderr, "caf_compare: %s did not finish within %lld s\n", what,
                  static_cast<long long>(kWait.count()));
@@ -212,7 +212,8 @@ T AwaitOrExit(caf::scoped_actor& waiter, const char* what) {
   return value;
 }
 
-// -- skynet ----------------------------------------------------------------------------------------
+// -- skynet
+// ----------------------------------------------------------------------------------------
 
 constexpr uint64_t kFanOut = 10;
 
@@ -265,7 +266,8 @@ int RunSkynet(uint64_t leaves) {
   return 0;
 }
 
-// -- ping-pong (local and remote) --------------------------------------------------------------------
+// -- ping-pong (local and remote)
+// --------------------------------------------------------------------
 
 // Answers every (ping, n) with (pong, n) to its sender. Remotely, also the stream's sink: counts
 // (blob, seq, data) messages and sends (credit, count) to the sender every `credit_every`.
@@ -319,7 +321,8 @@ int RunPingPong(uint64_t round_trips) {
   return 0;
 }
 
-// -- ring ------------------------------------------------------------------------------------------
+// -- ring
+// ------------------------------------------------------------------------------------------
 
 constexpr int kRingSize = 1000;
 
@@ -363,12 +366,11 @@ int RunRing(uint64_t hops) {
   return 0;
 }
 
-// -- remote ----------------------------------------------------------------------------------------
+// -- remote
+// ----------------------------------------------------------------------------------------
 
 // The stream's window in events for `body`-byte messages (troupe_remote's); credits every 1/16.
-uint64_t Window(size_t body) {
-  return std::clamp<uint64_t>((uint64_t{8} << 20) / body, 64, 16384);
-}
+uint64_t Window(size_t body) { return std::clamp<uint64_t>((uint64_t{8} << 20) / body, 64, 16384); }
 
 // The server process: publishes a Server on 127.0.0.1 (the kernel picks the port), prints the
 // port and serves until the client ends this process.

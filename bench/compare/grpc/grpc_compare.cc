@@ -20,14 +20,14 @@
 //                                         1,000 Blobs warms the channel up.
 //
 // Each mode prints one line of key=value pairs that run.sh reads.
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "grpc_compare.grpc.pb.h"
 #include "peer_process.h"

@@ -67,7 +67,8 @@ static_assert(troupe::InEventSpace(kEvEnd - 1, troupe::kUserEventSpace));
 struct EvBlob final : troupe::EventPB<EvBlob, compare::Blob, kEvBlob> {};
 struct EvCredit final : troupe::EventPB<EvCredit, compare::Credit, kEvCredit> {};
 
-// -- node 2 ----------------------------------------------------------------------------------------
+// -- node 2
+// ----------------------------------------------------------------------------------------
 
 // Returns every ball to its sender, untouched (never parsed nor serialized again).
 class Ponger final : public troupe::Actor {
@@ -106,7 +107,8 @@ class Sink final : public troupe::Actor {
   uint64_t count_ = 0;
 };
 
-// -- node 1 ----------------------------------------------------------------------------------------
+// -- node 1
+// ----------------------------------------------------------------------------------------
 
 // Makes `count` round trips to the ponger one after another, then notifies.
 class Pinger final : public troupe::Actor {
@@ -183,20 +185,19 @@ class StreamSender final : public troupe::Actor {
   uint64_t credited_ = 0;
 };
 
-// -- both ------------------------------------------------------------------------------------------
+// -- both
+// ------------------------------------------------------------------------------------------
 
 // The stream's window in events for `body`-byte events, and the sink's credit step (window / 16).
-uint64_t Window(size_t body) {
-  return std::clamp<uint64_t>((uint64_t{8} << 20) / body, 64, 16384);
-}
+uint64_t Window(size_t body) { return std::clamp<uint64_t>((uint64_t{8} << 20) / body, 64, 16384); }
 
 // The config of node `self` in code: its id and the table of both nodes; the rest is default.
 troupe::proto::ActorSystemConfig MakeConfig(troupe::NodeId self, uint16_t client_port,
                                             uint16_t server_port) {
   troupe::proto::ActorSystemConfig config;
   config.set_node_id(self);
-  for (const auto& [node, port] : {std::pair{kClientNode, client_port},
-                                   std::pair{kServerNode, server_port}}) {
+  for (const auto& [node, port] :
+       {std::pair{kClientNode, client_port}, std::pair{kServerNode, server_port}}) {
     troupe::proto::NodeAddress* address = config.mutable_interconnect()->add_nodes();
     address->set_node_id(node);
     address->set_host("127.0.0.1");
