@@ -53,12 +53,13 @@
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 #include "peer_process.h"
+#include "report.h"
 
 namespace {
 
+using compare::Clock;
 using troupe::bench::ResidentBytes;
 using troupe::bench::TrimHeap;
-using Clock = std::chrono::steady_clock;
 
 constexpr int kSenders = 4;
 
@@ -181,8 +182,7 @@ int RunIdle(int64_t actors) {
   return 0;
 }
 
-// -- messages of the other workloads
-// ---------------------------------------------------------------
+// -- messages of the other workloads --------------------------------------------------------------
 
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
 using pong_atom = caf::atom_constant<caf::atom("pong")>;
@@ -193,10 +193,6 @@ using blob_atom = caf::atom_constant<caf::atom("blob")>;
 using credit_atom = caf::atom_constant<caf::atom("credit")>;
 
 constexpr auto kWait = std::chrono::seconds(120);
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Waits (at most kWait) for a message of type T at `waiter`, which it returns; exits on timeout.
 template <typename T>
@@ -212,8 +208,7 @@ T AwaitOrExit(caf::scoped_actor& waiter, const char* what) {
   return value;
 }
 
-// -- skynet
-// ----------------------------------------------------------------------------------------
+// -- skynet ---------------------------------------------------------------------------------------
 
 constexpr uint64_t kFanOut = 10;
 
@@ -244,30 +239,17 @@ caf::behavior Skynet(caf::event_based_actor* self, caf::actor parent, uint64_t f
 }
 
 int RunSkynet(uint64_t leaves) {
+  compare::CheckSkynetLeaves("caf_compare", leaves);
   caf::actor_system_config cfg;
   caf::actor_system system{cfg};
   caf::scoped_actor waiter{system};
   const auto start = Clock::now();
   system.spawn(Skynet, caf::actor_cast<caf::actor>(waiter), uint64_t{0}, leaves);
   const auto sum = AwaitOrExit<uint64_t>(waiter, "skynet");
-  const double seconds = SecondsSince(start);
-  if (sum != leaves * (leaves - 1) / 2) {
-    std::fprintf(stderr, "caf_compare: skynet sum %llu is wrong\n",
-                 static_cast<unsigned long long>(sum));
-    return 1;
-  }
-  uint64_t actors = 0;
-  for (uint64_t level = leaves; level >= 1; level /= kFanOut) {
-    actors += level;
-  }
-  std::printf("skynet leaves=%llu actors=%llu ms=%.1f actors_per_s=%.0f\n",
-              static_cast<unsigned long long>(leaves), static_cast<unsigned long long>(actors),
-              seconds * 1e3, static_cast<double>(actors) / seconds);
-  return 0;
+  return compare::ReportSkynet("caf_compare", leaves, sum, compare::SecondsSince(start));
 }
 
-// -- ping-pong (local and remote)
-// --------------------------------------------------------------------
+// -- ping-pong (local and remote) -----------------------------------------------------------------
 
 // Answers every (ping, n) with (pong, n) to its sender. Remotely, also the stream's sink: counts
 // (blob, seq, data) messages and sends (credit, count) to the sender every `credit_every`.
@@ -306,23 +288,19 @@ double TimePinger(caf::actor_system& system, const caf::actor& ponger, uint64_t 
   const auto start = Clock::now();
   system.spawn(Pinger, ponger, round_trips, caf::actor_cast<caf::actor>(waiter));
   AwaitOrExit<done_atom>(waiter, "ping-pong");
-  return SecondsSince(start);
+  return compare::SecondsSince(start);
 }
 
 int RunPingPong(uint64_t round_trips) {
   caf::actor_system_config cfg;
   caf::actor_system system{cfg};
   const caf::actor ponger = system.spawn(Server, uint64_t{1});
-  const double seconds = TimePinger(system, ponger, round_trips);
-  std::printf("pingpong round_trips=%llu seconds=%.4f rt_per_s=%.0f\n",
-              static_cast<unsigned long long>(round_trips), seconds,
-              static_cast<double>(round_trips) / seconds);
+  compare::PrintPingPong(round_trips, TimePinger(system, ponger, round_trips));
   caf::anon_send_exit(ponger, caf::exit_reason::user_shutdown);
   return 0;
 }
 
-// -- ring
-// ------------------------------------------------------------------------------------------
+// -- ring -----------------------------------------------------------------------------------------
 
 constexpr int kRingSize = 1000;
 
@@ -356,9 +334,7 @@ int RunRing(uint64_t hops) {
   const auto start = Clock::now();
   waiter->send(ring[0], token_atom::value, hops - 1);
   AwaitOrExit<done_atom>(waiter, "ring");
-  const double seconds = SecondsSince(start);
-  std::printf("ring actors=%d hops=%llu seconds=%.4f hops_per_s=%.0f\n", kRingSize,
-              static_cast<unsigned long long>(hops), seconds, static_cast<double>(hops) / seconds);
+  compare::PrintRing(kRingSize, hops, compare::SecondsSince(start));
   // The members refer to each other: they end only when told to.
   for (const caf::actor& member : ring) {
     caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
@@ -366,8 +342,7 @@ int RunRing(uint64_t hops) {
   return 0;
 }
 
-// -- remote
-// ----------------------------------------------------------------------------------------
+// -- remote ---------------------------------------------------------------------------------------
 
 // The stream's window in events for `body`-byte messages (troupe_remote's); credits every 1/16.
 uint64_t Window(size_t body) { return std::clamp<uint64_t>((uint64_t{8} << 20) / body, 64, 16384); }
@@ -420,10 +395,7 @@ int RunRtt(uint64_t round_trips) {
   caf::actor_system system{remote.cfg};
   const caf::actor server = Connect(system, remote.server_process);
   TimePinger(system, server, 1000);
-  const double seconds = TimePinger(system, server, round_trips);
-  std::printf("rtt round_trips=%llu seconds=%.4f rtt_us=%.2f\n",
-              static_cast<unsigned long long>(round_trips), seconds,
-              seconds * 1e6 / static_cast<double>(round_trips));
+  compare::PrintRtt(round_trips, TimePinger(system, server, round_trips));
   return 0;
 }
 
@@ -471,11 +443,7 @@ int RunStream(uint64_t events, size_t body) {
   const auto start = Clock::now();
   system.spawn(StreamSender, sink, events, body, window, 4 * window, done_to);
   AwaitOrExit<done_atom>(waiter, "the stream");
-  const double seconds = SecondsSince(start);
-  const double rate = static_cast<double>(events) / seconds;
-  std::printf("stream events=%llu body=%zu seconds=%.4f events_per_s=%.0f gb_per_s=%.3f\n",
-              static_cast<unsigned long long>(events), body, seconds, rate,
-              rate * static_cast<double>(body) / 1e9);
+  compare::PrintStream(events, body, compare::SecondsSince(start));
   return 0;
 }
 
@@ -483,39 +451,32 @@ int RunStream(uint64_t events, size_t body) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  const auto number = [&](int index, long long fallback) {
-    const long long value = argc > index ? std::atoll(argv[index]) : fallback;
-    if (value < 1) {
-      std::fprintf(stderr, "caf_compare %s: argument %d must be at least 1, got '%s'\n",
-                   mode.c_str(), index - 1, argv[index]);
-      std::exit(2);
-    }
-    return value;
+  const auto number = [&](int index, uint64_t fallback, const char* name) {
+    return compare::CountArg(argc, argv, index, fallback, name);
   };
   if (mode == "fanin") {
-    return RunFanIn(number(2, 10'000'000));
+    return RunFanIn(static_cast<int64_t>(number(2, 10'000'000, "EVENTS")));
   }
   if (mode == "idle") {
-    return RunIdle(number(2, 1'000'000));
+    return RunIdle(static_cast<int64_t>(number(2, 1'000'000, "ACTORS")));
   }
   if (mode == "skynet") {
-    return RunSkynet(static_cast<uint64_t>(number(2, 1'000'000)));
+    return RunSkynet(number(2, 1'000'000, "LEAVES"));
   }
   if (mode == "pingpong") {
-    return RunPingPong(static_cast<uint64_t>(number(2, 2'000'000)));
+    return RunPingPong(number(2, 2'000'000, "ROUND_TRIPS"));
   }
   if (mode == "ring") {
-    return RunRing(static_cast<uint64_t>(number(2, 10'000'000)));
+    return RunRing(number(2, 10'000'000, "HOPS"));
   }
   if (mode == "serve" && argc == 3) {
-    return Serve(static_cast<uint64_t>(number(2, 64)));
+    return Serve(number(2, 64, "BODY"));
   }
   if (mode == "rtt") {
-    return RunRtt(static_cast<uint64_t>(number(2, 20'000)));
+    return RunRtt(number(2, 20'000, "ROUND_TRIPS"));
   }
   if (mode == "stream") {
-    return RunStream(static_cast<uint64_t>(number(2, 1'000'000)),
-                     static_cast<size_t>(number(3, 64)));
+    return RunStream(number(2, 1'000'000, "EVENTS"), number(3, 64, "BODY"));
   }
   std::fprintf(stderr,
                "usage: %s fanin [EVENTS] | idle [ACTORS] | skynet [LEAVES] | pingpong [N] | "

@@ -29,10 +29,11 @@
 #include <vector>
 
 #include "peer_process.h"
+#include "report.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using compare::Clock;
 
 [[noreturn]] void Die(const char* what) {
   std::fprintf(stderr, "zmq_compare: %s: %s\n", what, zmq_strerror(zmq_errno()));
@@ -72,7 +73,7 @@ void SendBytes(void* socket, const void* data, size_t size) {
   }
 }
 
-// -- the server: runs until the client ends it ---------------------------------------------------
+// -- the server: runs until the client ends it ----------------------------------------------------
 
 int ServeRtt() {
   void* context = zmq_ctx_new();
@@ -108,10 +109,9 @@ int ServeStream() {
   }
 }
 
-// -- the client
-// ------------------------------------------------------------------------------------
+// -- the client -----------------------------------------------------------------------------------
 
-int RunRtt(int64_t round_trips) {
+int RunRtt(uint64_t round_trips) {
   compare::ServerProcess server({"serve-rtt"});
   if (!server.ok()) {
     std::fprintf(stderr, "zmq_compare: %s\n", server.error().c_str());
@@ -136,20 +136,17 @@ int RunRtt(int64_t round_trips) {
     round_trip(i);
   }
   const auto start = Clock::now();
-  for (int64_t i = 0; i < round_trips; ++i) {
-    round_trip(static_cast<uint64_t>(i));
+  for (uint64_t i = 0; i < round_trips; ++i) {
+    round_trip(i);
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("rtt round_trips=%lld seconds=%.4f rtt_us=%.2f\n",
-              static_cast<long long>(round_trips), seconds,
-              seconds * 1e6 / static_cast<double>(round_trips));
+  compare::PrintRtt(round_trips, compare::SecondsSince(start));
   zmq_msg_close(&message);
   zmq_close(request);
   zmq_ctx_term(context);
   return 0;
 }
 
-int RunStream(int64_t events, size_t body) {
+int RunStream(uint64_t events, uint64_t body) {
   compare::ServerProcess server({"serve-stream"});
   if (!server.ok()) {
     std::fprintf(stderr, "zmq_compare: %s\n", server.error().c_str());
@@ -174,20 +171,17 @@ int RunStream(int64_t events, size_t body) {
   marker();
   const std::vector<char> payload(body, 'p');
   const auto start = Clock::now();
-  for (int64_t i = 0; i < events; ++i) {
+  for (uint64_t i = 0; i < events; ++i) {
     SendBytes(push, payload.data(), payload.size());
   }
   const uint64_t counted = marker();
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (counted != static_cast<uint64_t>(events)) {
+  const double seconds = compare::SecondsSince(start);
+  if (counted != events) {
     std::fprintf(stderr, "zmq_compare: the server counted %llu of %lld\n",
-                 static_cast<unsigned long long>(counted), static_cast<long long>(events));
+                 static_cast<unsigned long long>(counted), static_cast<unsigned long long>(events));
     return 1;
   }
-  const double rate = static_cast<double>(events) / seconds;
-  std::printf("stream events=%lld body=%zu seconds=%.4f events_per_s=%.0f gb_per_s=%.3f\n",
-              static_cast<long long>(events), body, seconds, rate,
-              rate * static_cast<double>(body) / 1e9);
+  compare::PrintStream(events, body, seconds);
   zmq_msg_close(&message);
   zmq_close(push);
   zmq_close(pull);
@@ -206,16 +200,11 @@ int main(int argc, char** argv) {
     return ServeStream();
   }
   if (mode == "rtt") {
-    return RunRtt(argc > 2 ? std::atoll(argv[2]) : 20'000);
+    return RunRtt(compare::CountArg(argc, argv, 2, 20'000, "ROUND_TRIPS"));
   }
   if (mode == "stream") {
-    const int64_t events = argc > 2 ? std::atoll(argv[2]) : 1'000'000;
-    const long long body = argc > 3 ? std::atoll(argv[3]) : 64;
-    if (events < 1 || body < 1) {
-      std::fprintf(stderr, "zmq_compare: EVENTS and BODY must be at least 1\n");
-      return 2;
-    }
-    return RunStream(events, static_cast<size_t>(body));
+    return RunStream(compare::CountArg(argc, argv, 2, 1'000'000, "EVENTS"),
+                     compare::CountArg(argc, argv, 3, 64, "BODY"));
   }
   std::fprintf(stderr, "usage: %s rtt [ROUND_TRIPS] | stream [EVENTS] [BODY]\n", argv[0]);
   return 2;

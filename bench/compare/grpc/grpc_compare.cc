@@ -31,10 +31,11 @@
 
 #include "grpc_compare.grpc.pb.h"
 #include "peer_process.h"
+#include "report.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using compare::Clock;
 
 class CompareService final : public compare::Compare::Service {
   grpc::Status PingPong(grpc::ServerContext* /*context*/,
@@ -82,7 +83,7 @@ std::unique_ptr<compare::Compare::Stub> Connect(const std::string& port) {
       grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()));
 }
 
-int RunRtt(int64_t round_trips) {
+int RunRtt(uint64_t round_trips) {
   compare::ServerProcess server({"serve"});
   if (!server.ok()) {
     std::fprintf(stderr, "grpc_compare: %s\n", server.error().c_str());
@@ -106,30 +107,28 @@ int RunRtt(int64_t round_trips) {
     round_trip(i);
   }
   const auto start = Clock::now();
-  for (int64_t i = 0; i < round_trips; ++i) {
-    round_trip(static_cast<uint64_t>(i));
+  for (uint64_t i = 0; i < round_trips; ++i) {
+    round_trip(i);
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = compare::SecondsSince(start);
   stream->WritesDone();
   if (const grpc::Status status = stream->Finish(); !status.ok()) {
     std::fprintf(stderr, "grpc_compare: PingPong: %s\n", status.error_message().c_str());
     return 1;
   }
-  std::printf("rtt round_trips=%lld seconds=%.4f rtt_us=%.2f\n",
-              static_cast<long long>(round_trips), seconds,
-              seconds * 1e6 / static_cast<double>(round_trips));
+  compare::PrintRtt(round_trips, seconds);
   return 0;
 }
 
 // Streams `events` Blobs of `body` bytes on one call; returns the server's count, or -1.
-int64_t StreamOnce(compare::Compare::Stub& stub, int64_t events, size_t body) {
+int64_t StreamOnce(compare::Compare::Stub& stub, uint64_t events, uint64_t body) {
   grpc::ClientContext context;
   compare::Count count;
   std::unique_ptr<grpc::ClientWriter<compare::Blob>> writer = stub.Stream(&context, &count);
   compare::Blob blob;
   blob.set_data(std::string(body, 'p'));
-  for (int64_t i = 0; i < events; ++i) {
-    blob.set_seq(static_cast<uint64_t>(i));
+  for (uint64_t i = 0; i < events; ++i) {
+    blob.set_seq(i);
     if (!writer->Write(blob)) {
       break;
     }
@@ -142,7 +141,7 @@ int64_t StreamOnce(compare::Compare::Stub& stub, int64_t events, size_t body) {
   return static_cast<int64_t>(count.count());
 }
 
-int RunStream(int64_t events, size_t body) {
+int RunStream(uint64_t events, uint64_t body) {
   compare::ServerProcess server({"serve"});
   if (!server.ok()) {
     std::fprintf(stderr, "grpc_compare: %s\n", server.error().c_str());
@@ -154,16 +153,13 @@ int RunStream(int64_t events, size_t body) {
   }
   const auto start = Clock::now();
   const int64_t counted = StreamOnce(*stub, events, body);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (counted != events) {
+  const double seconds = compare::SecondsSince(start);
+  if (counted != static_cast<int64_t>(events)) {
     std::fprintf(stderr, "grpc_compare: the server counted %lld of %lld\n",
-                 static_cast<long long>(counted), static_cast<long long>(events));
+                 static_cast<long long>(counted), static_cast<unsigned long long>(events));
     return 1;
   }
-  const double rate = static_cast<double>(events) / seconds;
-  std::printf("stream events=%lld body=%zu seconds=%.4f events_per_s=%.0f gb_per_s=%.3f\n",
-              static_cast<long long>(events), body, seconds, rate,
-              rate * static_cast<double>(body) / 1e9);
+  compare::PrintStream(events, body, seconds);
   return 0;
 }
 
@@ -175,16 +171,11 @@ int main(int argc, char** argv) {
     return Serve();
   }
   if (mode == "rtt") {
-    return RunRtt(argc > 2 ? std::atoll(argv[2]) : 20'000);
+    return RunRtt(compare::CountArg(argc, argv, 2, 20'000, "ROUND_TRIPS"));
   }
   if (mode == "stream") {
-    const int64_t events = argc > 2 ? std::atoll(argv[2]) : 1'000'000;
-    const long long body = argc > 3 ? std::atoll(argv[3]) : 64;
-    if (events < 1 || body < 1) {
-      std::fprintf(stderr, "grpc_compare: EVENTS and BODY must be at least 1\n");
-      return 2;
-    }
-    return RunStream(events, static_cast<size_t>(body));
+    return RunStream(compare::CountArg(argc, argv, 2, 1'000'000, "EVENTS"),
+                     compare::CountArg(argc, argv, 3, 64, "BODY"));
   }
   std::fprintf(stderr, "usage: %s rtt [ROUND_TRIPS] | stream [EVENTS] [BODY]\n", argv[0]);
   return 2;

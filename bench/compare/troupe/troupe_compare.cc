@@ -43,10 +43,11 @@
 #include "actors/sync.h"
 #include "bench/process_memory.h"
 #include "proto/config.pb.h"
+#include "report.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using compare::Clock;
 using troupe::bench::ResidentBytes;
 using troupe::bench::TrimHeap;
 
@@ -89,10 +90,6 @@ std::unique_ptr<troupe::ActorSystem> MakeSystem() {
   return *std::move(system);
 }
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // Waits for `done`; on timeout reports and exits without stopping the node (its workers may be
 // wedged).
 void AwaitOrExit(troupe::Notification& done, const char* what) {
@@ -103,7 +100,7 @@ void AwaitOrExit(troupe::Notification& done, const char* what) {
   }
 }
 
-// -- fan-in --------------------------------------------------------------------------------------
+// -- fan-in ---------------------------------------------------------------------------------------
 
 // Counts `expected` events, then notes the time and notifies.
 class Counter : public troupe::Actor {
@@ -190,7 +187,7 @@ int RunFanIn(int64_t events) {
   return 0;
 }
 
-// -- idle actors ---------------------------------------------------------------------------------
+// -- idle actors ----------------------------------------------------------------------------------
 
 // Notes its start, then waits for an event it never gets.
 class Idle : public troupe::Actor {
@@ -217,7 +214,7 @@ int RunIdle(int64_t actors) {
   for (int i = 0; i < 6000 && started.load(std::memory_order_relaxed) < actors; ++i) {
     troupe::Notification().WaitForNotificationWithTimeout(absl::Milliseconds(10));
   }
-  const double spawn_seconds = SecondsSince(start);
+  const double spawn_seconds = compare::SecondsSince(start);
   if (started.load(std::memory_order_relaxed) < actors) {
     std::fprintf(stderr, "troupe_compare: only %lld of %lld actors started within 60 s\n",
                  static_cast<long long>(started.load()), static_cast<long long>(actors));
@@ -232,7 +229,7 @@ int RunIdle(int64_t actors) {
   return 0;
 }
 
-// -- skynet --------------------------------------------------------------------------------------
+// -- skynet ---------------------------------------------------------------------------------------
 
 constexpr uint64_t kFanOut = 10;
 
@@ -291,29 +288,17 @@ class Skynet : public troupe::Actor {
 };
 
 int RunSkynet(uint64_t leaves) {
+  compare::CheckSkynetLeaves("troupe_compare", leaves);
   std::unique_ptr<troupe::ActorSystem> system = MakeSystem();
   uint64_t sum = 0;
   troupe::Notification done;
   const auto start = Clock::now();
   system->Register(std::make_unique<Skynet>(troupe::ActorId(), 0, leaves, &sum, &done));
   AwaitOrExit(done, "skynet");
-  const double seconds = SecondsSince(start);
-  if (sum != leaves * (leaves - 1) / 2) {
-    std::fprintf(stderr, "troupe_compare: skynet sum %llu is wrong\n",
-                 static_cast<unsigned long long>(sum));
-    return 1;
-  }
-  uint64_t actors = 0;
-  for (uint64_t level = leaves; level >= 1; level /= kFanOut) {
-    actors += level;
-  }
-  std::printf("skynet leaves=%llu actors=%llu ms=%.1f actors_per_s=%.0f\n",
-              static_cast<unsigned long long>(leaves), static_cast<unsigned long long>(actors),
-              seconds * 1e3, static_cast<double>(actors) / seconds);
-  return 0;
+  return compare::ReportSkynet("troupe_compare", leaves, sum, compare::SecondsSince(start));
 }
 
-// -- ping-pong -----------------------------------------------------------------------------------
+// -- ping-pong ------------------------------------------------------------------------------------
 
 // Returns every ball to its sender (Forward keeps the sender: the pinger).
 class Ponger : public troupe::Actor {
@@ -363,14 +348,11 @@ int RunPingPong(uint64_t round_trips) {
   const auto start = Clock::now();
   system->Register(std::make_unique<Pinger>(ponger, round_trips, &done));
   AwaitOrExit(done, "ping-pong");
-  const double seconds = SecondsSince(start);
-  std::printf("pingpong round_trips=%llu seconds=%.4f rt_per_s=%.0f\n",
-              static_cast<unsigned long long>(round_trips), seconds,
-              static_cast<double>(round_trips) / seconds);
+  compare::PrintPingPong(round_trips, compare::SecondsSince(start));
   return 0;
 }
 
-// -- ring ----------------------------------------------------------------------------------------
+// -- ring -----------------------------------------------------------------------------------------
 
 constexpr int kRingSize = 1000;
 
@@ -419,9 +401,7 @@ int RunRing(uint64_t hops) {
   const auto start = Clock::now();
   system->Send(ring[0], std::make_unique<EvToken>(hops - 1));
   AwaitOrExit(done, "ring");
-  const double seconds = SecondsSince(start);
-  std::printf("ring actors=%d hops=%llu seconds=%.4f hops_per_s=%.0f\n", kRingSize,
-              static_cast<unsigned long long>(hops), seconds, static_cast<double>(hops) / seconds);
+  compare::PrintRing(kRingSize, hops, compare::SecondsSince(start));
   return 0;
 }
 
@@ -429,38 +409,24 @@ int RunRing(uint64_t hops) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  // The size argument: at least 1 (skynet: a power of 10), or the mode's default.
-  const auto arg = [&](long long fallback) {
-    const long long value = argc > 2 ? std::atoll(argv[2]) : fallback;
-    bool ok = value >= 1;
-    if (mode == "skynet") {
-      long long power = 1;
-      while (power < value) {
-        power *= 10;
-      }
-      ok = ok && power == value && value >= 10;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "troupe_compare %s: the size '%s' must be %s\n", mode.c_str(), argv[2],
-                   mode == "skynet" ? "a power of 10, at least 10" : "at least 1");
-      std::exit(2);
-    }
-    return value;
+  // The size argument, or the mode's default.
+  const auto arg = [&](uint64_t fallback) {
+    return compare::CountArg(argc, argv, 2, fallback, "the size");
   };
   if (mode == "fanin") {
-    return RunFanIn(arg(10'000'000));
+    return RunFanIn(static_cast<int64_t>(arg(10'000'000)));
   }
   if (mode == "idle") {
-    return RunIdle(arg(1'000'000));
+    return RunIdle(static_cast<int64_t>(arg(1'000'000)));
   }
   if (mode == "skynet") {
-    return RunSkynet(static_cast<uint64_t>(arg(1'000'000)));
+    return RunSkynet(arg(1'000'000));
   }
   if (mode == "pingpong") {
-    return RunPingPong(static_cast<uint64_t>(arg(2'000'000)));
+    return RunPingPong(arg(2'000'000));
   }
   if (mode == "ring") {
-    return RunRing(static_cast<uint64_t>(arg(10'000'000)));
+    return RunRing(arg(10'000'000));
   }
   std::fprintf(stderr,
                "usage: %s fanin [EVENTS] | idle [ACTORS] | skynet [LEAVES] | pingpong "

@@ -46,10 +46,11 @@
 #include "interconnect/testing/free_ports.h"
 #include "node/node.h"
 #include "peer_process.h"
+#include "report.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using compare::Clock;
 
 constexpr troupe::NodeId kClientNode = 1;
 constexpr troupe::NodeId kServerNode = 2;
@@ -67,8 +68,7 @@ static_assert(troupe::InEventSpace(kEvEnd - 1, troupe::kUserEventSpace));
 struct EvBlob final : troupe::EventPB<EvBlob, compare::Blob, kEvBlob> {};
 struct EvCredit final : troupe::EventPB<EvCredit, compare::Credit, kEvCredit> {};
 
-// -- node 2
-// ----------------------------------------------------------------------------------------
+// -- node 2 ---------------------------------------------------------------------------------------
 
 // Returns every ball to its sender, untouched (never parsed nor serialized again).
 class Ponger final : public troupe::Actor {
@@ -107,8 +107,7 @@ class Sink final : public troupe::Actor {
   uint64_t count_ = 0;
 };
 
-// -- node 1
-// ----------------------------------------------------------------------------------------
+// -- node 1 ---------------------------------------------------------------------------------------
 
 // Makes `count` round trips to the ponger one after another, then notifies.
 class Pinger final : public troupe::Actor {
@@ -185,8 +184,7 @@ class StreamSender final : public troupe::Actor {
   uint64_t credited_ = 0;
 };
 
-// -- both
-// ------------------------------------------------------------------------------------------
+// -- both -----------------------------------------------------------------------------------------
 
 // The stream's window in events for `body`-byte events, and the sink's credit step (window / 16).
 uint64_t Window(size_t body) { return std::clamp<uint64_t>((uint64_t{8} << 20) / body, 64, 16384); }
@@ -294,10 +292,7 @@ int RunRtt(uint64_t round_trips) {
   troupe::Notification done;
   const auto start = Clock::now();
   RunOnClient(cluster, std::make_unique<Pinger>(round_trips, &done), done, "the round trips");
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("rtt round_trips=%llu seconds=%.4f rtt_us=%.2f\n",
-              static_cast<unsigned long long>(round_trips), seconds,
-              seconds * 1e6 / static_cast<double>(round_trips));
+  compare::PrintRtt(round_trips, compare::SecondsSince(start));
   cluster.client->Shutdown(absl::Seconds(5));
   return 0;
 }
@@ -314,11 +309,7 @@ int RunStream(uint64_t events, size_t body) {
   const auto start = Clock::now();
   RunOnClient(cluster, std::make_unique<StreamSender>(events, body, window, 4 * window, &done),
               done, "the stream");
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const double rate = static_cast<double>(events) / seconds;
-  std::printf("stream events=%llu body=%zu seconds=%.4f events_per_s=%.0f gb_per_s=%.3f\n",
-              static_cast<unsigned long long>(events), body, seconds, rate,
-              rate * static_cast<double>(body) / 1e9);
+  compare::PrintStream(events, body, compare::SecondsSince(start));
   cluster.client->Shutdown(absl::Seconds(5));
   return 0;
 }
@@ -327,14 +318,8 @@ int RunStream(uint64_t events, size_t body) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  const auto number = [&](int index, long long fallback, const char* name) {
-    const long long value = argc > index ? std::atoll(argv[index]) : fallback;
-    if (value < 1) {
-      std::fprintf(stderr, "troupe_remote %s: %s must be at least 1, got '%s'\n", mode.c_str(),
-                   name, argv[index]);
-      std::exit(2);
-    }
-    return static_cast<uint64_t>(value);
+  const auto number = [&](int index, uint64_t fallback, const char* name) {
+    return compare::CountArg(argc, argv, index, fallback, name);
   };
   if (mode == "serve" && argc == 5) {
     return Serve(static_cast<uint16_t>(number(2, 0, "CLIENT_PORT")),
