@@ -29,7 +29,7 @@
 # Environment (all optional):
 #   COMPARE_RUNS=3                runs of each program and workload
 #   COMPARE_ONLY=                 workloads to run: an extended regex on the names above
-#                                 (e.g. 'rtt|stream64$'); default all
+#                                 (e.g. 'rtt|stream64$') or a list ('rtt,ring'); default all
 #   COMPARE_SIZES=full            'tiny' sets every size below to a smoke-test value (seconds per
 #                                 run); sizes set explicitly still win
 #   COMPARE_EVENTS=10000000       fan-in events in total (4 senders, EVENTS/4 each)
@@ -59,7 +59,9 @@ elif [[ ${COMPARE_SIZES:-full} != full ]]; then
   exit 2
 fi
 runs=${COMPARE_RUNS:-3}
+# A list (commas or spaces) is an alternation of its names.
 only=${COMPARE_ONLY:-}
+only=${only//[ ,]/|}
 events=${COMPARE_EVENTS:-10000000}
 actors=${COMPARE_ACTORS:-1000000}
 leaves=${COMPARE_LEAVES:-1000000}
@@ -301,6 +303,7 @@ row() {
   local ratio="n/a"
   if [[ -n $troupe && -n $best ]]; then
     ratio=$(awk -v t="$troupe" -v b="$best" -v h="$better" -v k="$key" 'BEGIN {
+      if (t <= 0 || b <= 0) { printf "n/a"; exit }
       if (h == "high") { printf "%.2f×", t / b; exit }
       memory = (k ~ /rss|bytes/)
       if (b >= t) { printf "%.2f× %s", b / t, memory ? "less" : "faster" }
