@@ -141,9 +141,7 @@ int RunFanIn(int64_t events) {
 
   const double seconds =
       static_cast<double>(clock.last_count_ns.load() - clock.first_send_ns.load()) / 1e9;
-  std::printf("fanin events=%lld seconds=%.4f events_per_s=%.0f peak_rss_growth_mib=%.1f\n",
-              static_cast<long long>(total), seconds, static_cast<double>(total) / seconds,
-              static_cast<double>(rss_peak.load() - rss_before) / (1 << 20));
+  compare::PrintFanIn(static_cast<uint64_t>(total), seconds, rss_peak.load() - rss_before);
   return 0;
 }
 
@@ -173,10 +171,7 @@ int RunIdle(int64_t actors) {
   }
   TrimHeap();
   const int64_t rss_after = ResidentBytes();
-  std::printf("idle actors=%lld spawn_seconds=%.3f rss_growth_mib=%.1f bytes_per_actor=%.0f\n",
-              static_cast<long long>(actors), spawn_seconds,
-              static_cast<double>(rss_after - rss_before) / (1 << 20),
-              static_cast<double>(rss_after - rss_before) / static_cast<double>(actors));
+  compare::PrintIdle(static_cast<uint64_t>(actors), spawn_seconds, rss_after - rss_before);
   // Dropping the handles ends the actors (unreachable); the system's destructor waits for them.
   alive.clear();
   return 0;

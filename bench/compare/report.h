@@ -84,6 +84,23 @@ inline int ReportSkynet(const char* program, uint64_t leaves, uint64_t sum, doub
   return 0;
 }
 
+// Prints the fanin line: `events` counted in `seconds`, and the peak RSS growth in bytes.
+inline void PrintFanIn(uint64_t events, double seconds, int64_t peak_growth_bytes) {
+  std::printf("fanin events=%llu seconds=%.4f events_per_s=%.0f peak_rss_growth_mib=%.1f\n",
+              static_cast<unsigned long long>(events), seconds,
+              static_cast<double>(events) / seconds,
+              static_cast<double>(peak_growth_bytes) / (1 << 20));
+}
+
+// Prints the idle line: `actors` idle actors, spawned in `spawn_seconds`, grew RSS by
+// `growth_bytes`.
+inline void PrintIdle(uint64_t actors, double spawn_seconds, int64_t growth_bytes) {
+  std::printf("idle actors=%llu spawn_seconds=%.3f rss_growth_mib=%.1f bytes_per_actor=%.0f\n",
+              static_cast<unsigned long long>(actors), spawn_seconds,
+              static_cast<double>(growth_bytes) / (1 << 20),
+              static_cast<double>(growth_bytes) / static_cast<double>(actors));
+}
+
 // Prints the pingpong line: `round_trips` local round trips in `seconds`.
 inline void PrintPingPong(uint64_t round_trips, double seconds) {
   std::printf("pingpong round_trips=%llu seconds=%.4f rt_per_s=%.0f\n",

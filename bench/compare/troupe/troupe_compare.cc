@@ -181,9 +181,7 @@ int RunFanIn(int64_t events) {
   }
   peak = std::max(peak, ResidentBytes());
   const double seconds = std::chrono::duration<double>(end - start).count();
-  std::printf("fanin events=%llu seconds=%.4f events_per_s=%.0f peak_rss_growth_mib=%.1f\n",
-              static_cast<unsigned long long>(total), seconds, static_cast<double>(total) / seconds,
-              static_cast<double>(peak - rss_before) / (1 << 20));
+  compare::PrintFanIn(total, seconds, peak - rss_before);
   return 0;
 }
 
@@ -222,10 +220,7 @@ int RunIdle(int64_t actors) {
   }
   TrimHeap();
   const int64_t rss_after = ResidentBytes();
-  std::printf("idle actors=%lld spawn_seconds=%.3f rss_growth_mib=%.1f bytes_per_actor=%.0f\n",
-              static_cast<long long>(actors), spawn_seconds,
-              static_cast<double>(rss_after - rss_before) / (1 << 20),
-              static_cast<double>(rss_after - rss_before) / static_cast<double>(actors));
+  compare::PrintIdle(static_cast<uint64_t>(actors), spawn_seconds, rss_after - rss_before);
   return 0;
 }
 
