@@ -347,8 +347,7 @@ TEST(SupervisionTest, ChildrenThatComeAndGoLeaveNoTraceInTheParentsList) {
   };
 
   std::vector<ActorId> keepers;
-  const ActorId churner =
-      tree.runtime.Register(std::make_unique<Churner>(&tree.journal, &keepers));
+  const ActorId churner = tree.runtime.Register(std::make_unique<Churner>(&tree.journal, &keepers));
   constexpr int kRounds = 30;
   for (int round = 0; round < kRounds; ++round) {
     tree.runtime.Send(churner, std::make_unique<EvValue>(9 + round % 7));
