@@ -32,9 +32,13 @@
 // progress, hands them to the kernel with a non-blocking send() on the calling thread: no hop to
 // the I/O thread, one syscall. What the kernel does not take is queued and the I/O thread sends
 // it; while that send is pending, later Writes only append to the queue, so a busy connection
-// sends many writes per syscall. Bytes written before the connection is up, or before its channel
-// is open (the TLS handshake), wait unsealed and go out when it opens. The queues are unbounded:
-// the caller bounds what it writes.
+// sends many writes per syscall (one gathered writev of the queued pieces). WriteShared takes
+// shared pieces (a session's frames, which its stream keeps for resend): without a channel they
+// go out in one gathered sendmsg, and what the kernel does not take is queued by reference, so a
+// frame is never copied between the encoder and the kernel; with a channel each piece is sealed
+// as a Write's bytes. Bytes written before the connection is up, or before its channel is open
+// (the TLS handshake), wait unsealed and go out when it opens. The queues are unbounded: the
+// caller bounds what it writes.
 //
 // Read path. The I/O thread reads up to `read_buffer_size` bytes, passes them through the channel
 // (under the mutex: a writer to the same connection waits for a decryption) and sends the owner

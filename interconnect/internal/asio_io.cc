@@ -29,8 +29,8 @@ namespace {
 // After an accept fails for a reason other than the listener closing (out of descriptors, most
 // likely), the next attempt waits this long instead of spinning.
 constexpr std::chrono::milliseconds kAcceptRetryDelay(50);
-// A connection keeps its read and write buffers between reads and writes up to this capacity; a
-// burst larger than that (a resend after a reconnect) frees its buffer once used.
+// A connection keeps its channel's buffer of decrypted bytes between reads up to this capacity; a
+// burst larger than that frees it once used.
 constexpr size_t kKeptBuffer = size_t{1} << 20;
 
 }  // namespace
@@ -190,20 +190,25 @@ void AsioConnections::Received(Connection& c, size_t size) {
 }
 
 void AsioConnections::SendQueued(const ConnectionPtr& c) {
+  c->sending.clear();
+  c->sending_buffers.clear();
   {
     troupe::MutexLock lock(&c->mu);
     if (c->down || c->write_failed) {
       return;
     }
-    if (c->sending.capacity() > kKeptBuffer) {
-      std::string().swap(c->sending);
-    } else {
-      c->sending.clear();
+    size_t offset = std::exchange(c->queued_offset, 0);
+    for (SharedBytes& piece : c->queued) {
+      c->sending_buffers.emplace_back(piece->data() + offset, piece->size() - offset);
+      c->sending.push_back(std::move(piece));
+      offset = 0;
     }
-    c->sending.swap(c->queued);
+    c->queued.clear();
   }
-  asio::async_write(c->socket, asio::buffer(c->sending),
+  asio::async_write(c->socket, c->sending_buffers,
                     [this, c](std::error_code error, size_t /*written*/) {
+                      // The pieces' owners may free them now.
+                      c->sending.clear();
                       {
                         troupe::MutexLock lock(&c->mu);
                         if (c->down || c->write_failed) {

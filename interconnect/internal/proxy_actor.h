@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -192,6 +193,8 @@ class Proxy final : public Actor {
   void WriteControlFrame(FrameKind kind = FrameKind::kControl);
 
   void Write(std::string bytes);
+  // Writes data frames the stream keeps for resend: the transport shares them, no copy.
+  void WriteFrames(std::vector<FrameBytes> frames);
 
   // Heartbeats, dead-peer detection, redialling.
   void HandleTick(EventPtr<EvWakeup> ev);

@@ -395,6 +395,36 @@ TEST(WireTest, ReassemblesChunkedEventsAndRefusesChunksOutOfTurn) {
 
 // The per-event cost the wire format was cut down for: a 64-byte body, to a different actor each
 // time, and a stream between the same two actors (which leaves the ids out after the first).
+// A frame finished as shared bytes is what the appending Finish writes, holds at most half its size
+// spare, and stays unchanged while the encoder builds the next frames (the stream resends it).
+TEST(WireTest, ASharedFrameIsTheAppendedBytesAndOutlivesTheNextFrames) {
+  FrameEncoder appending;
+  FrameEncoder sharing;
+  std::vector<std::string> expected;
+  std::vector<FrameBytes> shared;
+  uint64_t sequence = 0;
+  // Small after nothing, large after small (the buffer grew), large after large (reserved), small
+  // after large (mostly spare: copied).
+  for (const int events : {1, 300, 300, 1, 2}) {
+    for (int i = 0; i < events; ++i) {
+      const EventHandlePtr ev = MakeEvent(i, std::string(i % 90, 'y'));
+      ASSERT_TRUE(appending.Add(*ev).ok());
+      ASSERT_TRUE(sharing.Add(*ev).ok());
+    }
+    ++sequence;
+    expected.emplace_back();
+    appending.Finish(sequence, /*ack=*/sequence * 3, &expected.back());
+    shared.push_back(sharing.Finish(sequence, /*ack=*/sequence * 3));
+    EXPECT_EQ(*shared.back(), expected.back()) << "frame " << sequence;
+    EXPECT_LE(shared.back()->capacity(), shared.back()->size() * 3 / 2) << "frame " << sequence;
+  }
+  for (size_t i = 0; i < shared.size(); ++i) {
+    EXPECT_EQ(*shared[i], expected[i]) << "frame " << i + 1 << " changed after it was finished";
+  }
+  const std::vector<EventHandlePtr> events = DecodeStream(*shared[1] + *shared[2], 1000);
+  EXPECT_EQ(events.size(), 600u);
+}
+
 TEST(WireTest, ASmallEventCostsFewBytesOfHeaders) {
   for (const bool same_actors : {false, true}) {
     FrameEncoder encoder;
