@@ -42,7 +42,10 @@
 //
 // Read path. The I/O thread reads up to `read_buffer_size` bytes, passes them through the channel
 // (under the mutex: a writer to the same connection waits for a decryption) and sends the owner
-// EvBytesReceived chunks of at most `read_buffer_size` bytes.
+// EvBytesReceived chunks of at most `read_buffer_size` bytes. A read (or its decryption) of at
+// least half that size is not copied: the buffer itself moves into the event (a session's decoder
+// takes it over and decodes its frames in place) and the next read gets a new one; smaller reads
+// are copied, so a small event does not hold a large buffer.
 //
 // Thread-safety: the Transport is thread-safe (Shutdown not concurrently with the destructor); a
 // Channel is thread-compatible and the core serialises its use as above; a ChannelFactory must be

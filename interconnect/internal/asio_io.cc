@@ -160,8 +160,17 @@ void AsioConnections::Read(const ConnectionPtr& c) {
 
 void AsioConnections::Received(Connection& c, size_t size) {
   if (c.channel == nullptr) {
-    system_->Send(c.owner,
-                  std::make_unique<EvBytesReceived>(c.id, std::string(c.read_buffer.data(), size)));
+    std::string bytes;
+    if (size >= read_size_ / 2) {
+      // The read buffer itself goes to the owner (a session's decoder takes it over and decodes
+      // in place); a new one costs less than copying this much.
+      bytes.swap(c.read_buffer);
+      bytes.resize(size);
+      c.read_buffer.resize(read_size_);
+    } else {
+      bytes.assign(c.read_buffer.data(), size);
+    }
+    system_->Send(c.owner, std::make_unique<EvBytesReceived>(c.id, std::move(bytes)));
     return;
   }
   const bool was_open = c.channel->open();
@@ -178,6 +187,16 @@ void AsioConnections::Received(Connection& c, size_t size) {
     TROUPE_LOG(kDebug, kInterconnect) << name_ << " connection " << c.id << " with " << c.remote
                                       << " secured: " << c.channel->Summary();
     Flush(c);
+  }
+  if (c.plain.empty() || c.down) {
+    return;
+  }
+  if (c.plain.size() >= read_size_ / 2 && c.plain.size() <= read_size_) {
+    // Handed over whole, as a large read without a channel.
+    system_->Send(c.owner, std::make_unique<EvBytesReceived>(c.id, std::move(c.plain)));
+    c.plain = std::string();
+    c.plain.reserve(read_size_);
+    return;
   }
   for (size_t at = 0; at < c.plain.size() && !c.down; at += read_size_) {
     system_->Send(c.owner,

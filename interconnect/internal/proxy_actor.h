@@ -155,7 +155,8 @@ class Proxy final : public Actor {
 
   void HandleConnectionEvent(EventHandlePtr& ev);
 
-  void HandleBytes(const EvBytesReceived& ev);
+  // Takes the bytes over (the decoder adopts the transport's read buffer when it can).
+  void HandleBytes(EvBytesReceived& ev);
 
   void HandleConnectionDown(const EvConnectionDown& ev);
 

@@ -403,6 +403,15 @@ void FrameDecoder::Append(std::string_view bytes) {
   buffer_.append(bytes);
 }
 
+void FrameDecoder::Append(std::string&& bytes) {
+  if (consumed_ == buffer_.size()) {
+    buffer_.swap(bytes);
+    consumed_ = 0;
+    return;
+  }
+  Append(std::string_view(bytes));
+}
+
 absl::StatusOr<bool> FrameDecoder::Next(Frame* frame) {
   if (!failure_.ok()) {
     return failure_;

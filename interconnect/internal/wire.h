@@ -215,6 +215,9 @@ class FrameDecoder {
 
   // Adds received bytes.
   void Append(std::string_view bytes);
+  // The same, taking `bytes` over instead of copying them when nothing is buffered (frames are
+  // then decoded in place, in the transport's read buffer).
+  void Append(std::string&& bytes);
 
   // Decodes the next frame into `frame`. Returns true when a whole, valid frame was decoded; false
   // when more bytes are needed; kDataLoss naming the fault when the stream is malformed (the

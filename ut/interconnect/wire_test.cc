@@ -55,13 +55,19 @@ std::string EncodeStream(int count, int per_frame, uint64_t ack = 0) {
   return out;
 }
 
-// Decodes a whole stream fed in chunks of `chunk` bytes; returns the events in order.
+// Decodes a whole stream fed in chunks of `chunk` bytes (as strings the decoder may take over
+// when `owned`); returns the events in order.
 std::vector<EventHandlePtr> DecodeStream(const std::string& stream, size_t chunk,
-                                         std::vector<uint64_t>* sequences = nullptr) {
+                                         std::vector<uint64_t>* sequences = nullptr,
+                                         bool owned = false) {
   FrameDecoder decoder;
   std::vector<EventHandlePtr> events;
   for (size_t at = 0; at < stream.size(); at += chunk) {
-    decoder.Append(std::string_view(stream).substr(at, chunk));
+    if (owned) {
+      decoder.Append(stream.substr(at, chunk));
+    } else {
+      decoder.Append(std::string_view(stream).substr(at, chunk));
+    }
     Frame frame;
     while (true) {
       absl::StatusOr<bool> got = decoder.Next(&frame);
@@ -104,11 +110,17 @@ TEST(WireTest, RoundTripsEveryEnvelopeFieldAndTheBody) {
 
 TEST(WireTest, DecodesTheSameWhateverTheSplit) {
   const std::string stream = EncodeStream(25, 7);
-  for (size_t chunk : {size_t{1}, size_t{3}, size_t{39}, size_t{40}, size_t{41}, size_t{500}}) {
-    const std::vector<EventHandlePtr> events = DecodeStream(stream, chunk);
-    ASSERT_EQ(events.size(), 25u) << "chunk " << chunk;
-    for (uint64_t i = 0; i < 25; ++i) {
-      EXPECT_EQ(events[i]->cookie(), i * 10) << "chunk " << chunk;
+  // Owned chunks: taken over when the decoder holds nothing (a chunk that ends on a frame's end),
+  // else copied behind the partial frame.
+  for (const bool owned : {false, true}) {
+    for (size_t chunk : {size_t{1}, size_t{3}, size_t{39}, size_t{40}, size_t{41}, size_t{500},
+                         stream.size() / 5, stream.size()}) {
+      const std::vector<EventHandlePtr> events = DecodeStream(stream, chunk, nullptr, owned);
+      ASSERT_EQ(events.size(), 25u) << "chunk " << chunk << " owned " << owned;
+      for (uint64_t i = 0; i < 25; ++i) {
+        EXPECT_EQ(events[i]->cookie(), i * 10) << "chunk " << chunk << " owned " << owned;
+        EXPECT_EQ(events[i]->bytes(), MakeEvent(i, std::string(i % 50, 'x'))->bytes());
+      }
     }
   }
 }
