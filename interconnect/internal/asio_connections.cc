@@ -272,19 +272,9 @@ void AsioConnections::SendWire(Connection& c, std::string& wire) {
     // Nothing is queued (a queue always has a write pending): try the kernel directly, which
     // saves the hop to the I/O thread on the latency path.
     TROUPE_DCHECK(c.queued.empty());
-    ssize_t sent = 0;
-    do {
-      sent = ::send(c.fd, wire.data(), wire.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (sent < 0 && errno == EINTR);
-    if (sent < 0) {
-      const int error = errno;
-      if (error != EAGAIN && error != EWOULDBLOCK) {
-        WriteFailed(c, std::error_code(error, std::system_category()));
-        return;
-      }
-      sent = 0;
-    }
-    if (static_cast<size_t>(sent) == wire.size()) {
+    iovec buffer{wire.data(), wire.size()};
+    const ssize_t sent = SendNow(c, &buffer, 1);
+    if (sent < 0 || static_cast<size_t>(sent) == wire.size()) {
       return;
     }
     c.queued_offset = static_cast<size_t>(sent);
@@ -311,20 +301,9 @@ void AsioConnections::SendPieces(Connection& c, std::vector<SharedBytes>& pieces
         gather[count].iov_len = pieces[i]->size() - skip;
         total += gather[count].iov_len;
       }
-      msghdr message{};
-      message.msg_iov = gather.data();
-      message.msg_iovlen = count;
-      ssize_t sent = 0;
-      do {
-        sent = ::sendmsg(c.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-      } while (sent < 0 && errno == EINTR);
+      const ssize_t sent = SendNow(c, gather.data(), count);
       if (sent < 0) {
-        const int error = errno;
-        if (error != EAGAIN && error != EWOULDBLOCK) {
-          WriteFailed(c, std::error_code(error, std::system_category()));
-          return;
-        }
-        sent = 0;
+        return;
       }
       // Skip what the kernel took: whole pieces, then part of one.
       auto left = static_cast<size_t>(sent);
@@ -347,6 +326,25 @@ void AsioConnections::SendPieces(Connection& c, std::vector<SharedBytes>& pieces
     c.queued.push_back(std::move(pieces[i]));
   }
   StartQueuedWrite(c);
+}
+
+ssize_t AsioConnections::SendNow(Connection& c, iovec* buffers, size_t count) {
+  msghdr message{};
+  message.msg_iov = buffers;
+  message.msg_iovlen = count;
+  ssize_t sent = 0;
+  do {
+    sent = ::sendmsg(c.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (sent < 0 && errno == EINTR);
+  if (sent >= 0) {
+    return sent;
+  }
+  const int error = errno;
+  if (error == EAGAIN || error == EWOULDBLOCK) {
+    return 0;
+  }
+  WriteFailed(c, std::error_code(error, std::system_category()));
+  return -1;
 }
 
 void AsioConnections::StartQueuedWrite(Connection& c) {

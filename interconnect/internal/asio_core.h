@@ -9,6 +9,9 @@
 // Thread-safety: see asio_connections.h.
 #pragma once
 
+#include <sys/types.h>
+#include <sys/uio.h>
+
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -135,6 +138,10 @@ class AsioConnections final : public Transport {
   // kernel did not take is queued by reference.
   void SendPieces(Connection& c, std::vector<SharedBytes>& pieces)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+  // Hands `count` buffers to the kernel with one non-blocking sendmsg on the connected socket;
+  // returns the bytes it took (0 when its buffer is full), or -1 once the write failed
+  // (WriteFailed ran).
+  ssize_t SendNow(Connection& c, iovec* buffers, size_t count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
   // Has the I/O thread send the queue, unless a write is in progress or the socket not up yet.
   void StartQueuedWrite(Connection& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
   // Seals and sends the bytes that waited for the connection to open.
