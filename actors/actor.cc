@@ -127,7 +127,7 @@ ActorId Actor::RegisterRestartable(ActorFactory factory, RegisterOptions options
         << "actor " << self_ << ": RegisterRestartable's factory made no actor; nothing registered";
     return {};
   }
-  return system_->runtime()->Register(std::move(first), options, this, std::move(factory));
+  return system_->runtime()->Register(std::move(first), options, this, &factory);
 }
 
 ActorId Actor::RegisterWithSameMailbox(std::unique_ptr<Actor> actor) {

@@ -450,8 +450,8 @@ void Runtime::Attach(Mailbox* mailbox, Actor* actor, uint32_t pool, uint32_t hin
 }
 
 ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& options,
-                          Actor* parent, ActorFactory factory) {
-  absl::StatusOr<ActorId> id = TryRegister(std::move(actor), options, parent, std::move(factory));
+                          Actor* parent, ActorFactory* factory) {
+  absl::StatusOr<ActorId> id = TryRegister(std::move(actor), options, parent, factory);
   if (!id.ok()) {
     if (!stopped()) {
       TROUPE_LOG(kError, kActors) << "Register: " << id.status().message();
@@ -463,7 +463,7 @@ ActorId Runtime::Register(std::unique_ptr<Actor> actor, const RegisterOptions& o
 
 absl::StatusOr<ActorId> Runtime::TryRegister(std::unique_ptr<Actor> actor,
                                              const RegisterOptions& options, Actor* parent,
-                                             ActorFactory factory) {
+                                             ActorFactory* factory) {
   if (actor == nullptr) {
     return absl::InvalidArgumentError("null actor; nothing registered");
   }
@@ -496,7 +496,7 @@ absl::StatusOr<ActorId> Runtime::TryRegister(std::unique_ptr<Actor> actor,
   Actor* raw = actor.release();
   Attach(mailbox, raw, pool, hint);
   if (parent != nullptr) {
-    Adopt(parent, raw, std::move(factory));
+    Adopt(parent, raw, factory);
   }
   const ActorId self = raw->self_;
   Activate(mailbox);

@@ -148,11 +148,12 @@ class Runtime {
   // -- actors -----------------------------------------------------------------------------------
 
   // Register logs the reason and returns an empty id where TryRegister returns a status. With a
-  // `parent`, the actor is its child, restartable with `factory` when there is one.
+  // `parent`, the actor is its child, restartable with `*factory` when there is one (moved from
+  // once the child is registered; a pointer, so a plain child's spawn moves no empty callable).
   ActorId Register(std::unique_ptr<Actor> actor, const RegisterOptions& options,
-                   Actor* parent = nullptr, ActorFactory factory = nullptr);
+                   Actor* parent = nullptr, ActorFactory* factory = nullptr);
   absl::StatusOr<ActorId> TryRegister(std::unique_ptr<Actor> actor, const RegisterOptions& options,
-                                      Actor* parent = nullptr, ActorFactory factory = nullptr);
+                                      Actor* parent = nullptr, ActorFactory* factory = nullptr);
   ActorId RegisterWithSameMailbox(Actor* owner, std::unique_ptr<Actor> actor);
 
   // -- lookups ----------------------------------------------------------------------------------
@@ -219,7 +220,7 @@ class Runtime {
   // -- supervision (internal/supervision.cc) ----------------------------------------------------
 
   // Makes `child` (attached, not running yet) a child of `parent`, restartable with `factory`.
-  void Adopt(Actor* parent, Actor* child, ActorFactory factory);
+  void Adopt(Actor* parent, Actor* child, ActorFactory* factory);
   // For Destroy, before the actor goes: takes it out of its parent's children. Returns the parent
   // to wake (WakeParent, once the actor is gone) when it was the last one the parent waited for.
   ActorId Unlink(Actor* actor);

@@ -56,56 +56,71 @@ class Escalation : public std::runtime_error {
 }  // namespace
 
 void Children::Add(Actor* child) {
-  troupe::MutexLock lock(&mu);
-  child->sibling_index_ = static_cast<uint32_t>(live.size());
-  live.push_back(child);
+  SpinLockHolder hold(&mu);
+  if (slots.size() >= 8 && live <= slots.size() / 2) {
+    // Compact: half or more of the slots are empty, so this costs at most one move per removal.
+    uint32_t kept = 0;
+    for (Actor* sibling : slots) {
+      if (sibling != nullptr) {
+        sibling->sibling_index_ = kept;
+        slots[kept++] = sibling;
+      }
+    }
+    slots.resize(kept);
+  }
+  child->sibling_index_ = static_cast<uint32_t>(slots.size());
+  slots.push_back(child);
+  ++live;
 }
 
 bool Children::Remove(Actor* child) {
-  troupe::MutexLock lock(&mu);
-  const uint32_t index = child->sibling_index_;
-  live[index] = live.back();
-  live[index]->sibling_index_ = index;
-  live.pop_back();
-  return stopping && live.empty();
+  SpinLockHolder hold(&mu);
+  slots[child->sibling_index_] = nullptr;
+  --live;
+  if (live == 0) {
+    slots.clear();  // the next Add starts from the inline slots again
+  }
+  return stopping && live == 0;
 }
 
 void Children::Replace(Actor* old, Actor* fresh) {
-  troupe::MutexLock lock(&mu);
+  SpinLockHolder hold(&mu);
   fresh->sibling_index_ = old->sibling_index_;
-  live[fresh->sibling_index_] = fresh;
+  slots[fresh->sibling_index_] = fresh;
 }
 
 std::vector<ActorId> Children::Ids(bool stop) {
-  troupe::MutexLock lock(&mu);
+  SpinLockHolder hold(&mu);
   std::vector<ActorId> ids;
   if (stop) {
     if (stopping) {
       return ids;  // told them already
     }
-    stopping = !live.empty();
+    stopping = live != 0;
   }
-  ids.reserve(live.size());
-  for (const Actor* child : live) {
-    ids.push_back(child->self_);
+  ids.reserve(live);
+  for (const Actor* child : slots) {
+    if (child != nullptr) {
+      ids.push_back(child->self_);
+    }
   }
   return ids;
 }
 
 bool Children::Contains(const ActorId& child) {
-  troupe::MutexLock lock(&mu);
-  return std::any_of(live.begin(), live.end(),
-                     [&](const Actor* actor) { return actor->self_ == child; });
+  SpinLockHolder hold(&mu);
+  return std::any_of(slots.begin(), slots.end(),
+                     [&](const Actor* actor) { return actor != nullptr && actor->self_ == child; });
 }
 
-void Runtime::Adopt(Actor* parent, Actor* child, ActorFactory factory) {
+void Runtime::Adopt(Actor* parent, Actor* child, ActorFactory* factory) {
   if (parent->children_ == nullptr) {
     parent->children_ = new Children(parent->self_);
   }
   parent->children_->Add(child);
   child->siblings_ = parent->children_;
-  if (factory != nullptr) {
-    child->Extras().factory = std::move(factory);
+  if (factory != nullptr && *factory != nullptr) {
+    child->Extras().factory = std::move(*factory);
   }
 }
 
@@ -114,7 +129,7 @@ ActorId Runtime::Unlink(Actor* actor) {
   if (siblings == nullptr) {
     return {};
   }
-  // Read before the removal: once `live` is empty the parent may end (on another event) and free
+  // Read before the removal: once no child is live the parent may end (on another event) and free
   // the set.
   const ActorId parent = siblings->parent;
   return siblings->Remove(actor) ? parent : ActorId();
@@ -132,8 +147,8 @@ bool Runtime::WaitForChildren(Actor* actor) {
   }
   bool waiting = false;
   {
-    troupe::MutexLock lock(&actor->children_->mu);
-    waiting = !actor->children_->live.empty();
+    SpinLockHolder hold(&actor->children_->mu);
+    waiting = actor->children_->live != 0;
   }
   if (!waiting) {
     return false;

@@ -189,6 +189,76 @@ TEST(LifecycleTest, PassAwayEndsActorAfterHandlerReturns) {
       << "the ended actor's mailbox was not freed";
 }
 
+// Children that end on one worker while their parent spawns more on the other: the parent's list
+// of children is written from both sides at once (a slot emptied by an ending child, compaction by
+// the parent as it adds). When the parent ends, every child still alive ends first, and all the
+// mailboxes are given back. Bounded: 200 rounds of 100 children.
+TEST(LifecycleTest, ChildrenEndingWhileTheirParentSpawnsMoreAreTrackedExactly) {
+  // Counted by the children as they end; outlives the system.
+  std::atomic<int> stayers_ended{0};
+  troupe::Notification parent_destroyed;
+  auto system = MakeSystem();
+  ASSERT_NE(system, nullptr);
+  // Ends at once, unless it is a stayer, which waits for its parent's end.
+  class Child final : public Actor {
+   public:
+    Child(bool stay, std::atomic<int>* stayers_ended)
+        : Actor(&Child::StateWork), stay_(stay), stayers_ended_(stayers_ended) {}
+    ~Child() override {
+      if (stay_) {
+        stayers_ended_->fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+
+   private:
+    void Bootstrap() override {
+      if (!stay_) {
+        PassAway();
+      }
+    }
+    TROUPE_STATE(StateWork) { Unhandled(ev); }
+    bool stay_;
+    std::atomic<int>* stayers_ended_;
+  };
+  // EvValue{n}: spawns n children, one in 16 a stayer. EvKick: ends.
+  class Parent final : public Actor {
+   public:
+    Parent(std::atomic<int>* stayers_ended, troupe::Notification* destroyed)
+        : Actor(&Parent::StateWork), stayers_ended_(stayers_ended), destroyed_(destroyed) {}
+    ~Parent() override { destroyed_->Notify(); }
+
+   private:
+    TROUPE_STATE(StateWork) {
+      if (ev->type() == kEvValue) {
+        for (uint64_t i = 0; i < ev->Get<EvValue>()->value; ++i) {
+          Register(std::make_unique<Child>(spawned_++ % 16 == 0, stayers_ended_));
+        }
+      } else if (ev->type() == kEvKick) {
+        PassAway();
+      } else {
+        Unhandled(ev);
+      }
+    }
+    std::atomic<int>* stayers_ended_;
+    troupe::Notification* destroyed_;
+    uint64_t spawned_ = 0;
+  };
+  const uint64_t live_before = system->Counters().live_mailboxes;
+  const ActorId parent =
+      system->Register(std::make_unique<Parent>(&stayers_ended, &parent_destroyed));
+  constexpr int kRounds = 200;
+  constexpr int kPerRound = 100;
+  for (int round = 0; round < kRounds; ++round) {
+    system->Send(parent, std::make_unique<EvValue>(kPerRound));
+  }
+  system->Send(parent, std::make_unique<EvKick>());
+  ASSERT_TRUE(parent_destroyed.WaitForNotificationWithTimeout(WaitTimeout()));
+  // The parent ends only after its children: every stayer has ended by now.
+  EXPECT_EQ(stayers_ended.load(std::memory_order_relaxed), kRounds * kPerRound / 16);
+  EXPECT_TRUE(WaitUntil([&] { return system->Counters().live_mailboxes == live_before; }))
+      << "mailboxes left: " << system->Counters().live_mailboxes - live_before;
+}
+
 // -- poison ---------------------------------------------------------------------------------------
 
 TEST(LifecycleTest, PoisonEndsActorThatCallsUnhandled) {

@@ -3,7 +3,8 @@
 // Supervision (actors/supervision.h) on TestRuntime, in simulated time: each directive (resume,
 // restart, stop, escalate), the default strategy, one-for-one and all-for-one, restart limits and
 // exponential backoff, a restart keeping the id and the queued events, a failing Bootstrap,
-// escalation to a top-level actor, and post-order ends of a parent's tree.
+// escalation to a top-level actor, post-order ends of a parent's tree, and a parent whose children
+// come and go.
 #include "actors/supervision.h"
 
 #include <algorithm>
@@ -294,6 +295,88 @@ TEST(SupervisionTest, AParentThatEndsEndsItsWholeTreeFirstInPostOrder) {
   EXPECT_EQ(tree.journal.back(), "end sup");
   // Nothing of the tree is left.
   EXPECT_EQ(tree.runtime.node().Counters().live_mailboxes, 0u);
+}
+
+// A parent that spawns children in rounds, most of which end at once: the ended ones leave empty
+// slots in its list of children that later spawns compact. A restart after compaction replaces the
+// right child, and the parent's end still stops every live child first.
+TEST(SupervisionTest, ChildrenThatComeAndGoLeaveNoTraceInTheParentsList) {
+  Tree tree({});
+  // Ends as soon as it starts.
+  class Blink final : public Actor {
+   public:
+    Blink() : Actor(&Blink::StateWork) {}
+
+   private:
+    void Bootstrap() override { PassAway(); }
+    TROUPE_STATE(StateWork) { Unhandled(ev); }
+  };
+  // Each EvValue{n} spawns n blinks around one restartable keeper "k<round>"; EvKick ends it.
+  class Churner final : public Actor {
+   public:
+    Churner(Journal* journal, std::vector<ActorId>* keepers)
+        : Actor(&Churner::StateWork), journal_(journal), keepers_(keepers) {}
+    ~Churner() override { journal_->push_back("end churner"); }
+
+   private:
+    TROUPE_STATE(StateWork) {
+      switch (ev->type()) {
+        case kEvValue: {
+          const uint64_t blinks = ev->Get<EvValue>()->value;
+          for (uint64_t i = 0; i < blinks / 2; ++i) {
+            Register(std::make_unique<Blink>());
+          }
+          const std::string name = absl::StrCat("k", keepers_->size());
+          keepers_->push_back(RegisterRestartable([this, name] {
+            return std::make_unique<Worker>(name, journal_, absl::UnixEpoch());
+          }));
+          for (uint64_t i = blinks / 2; i < blinks; ++i) {
+            Register(std::make_unique<Blink>());
+          }
+          break;
+        }
+        case kEvKick:
+          PassAway();
+          break;
+        default:
+          Unhandled(ev);
+      }
+    }
+    Journal* journal_;
+    std::vector<ActorId>* keepers_;
+  };
+
+  std::vector<ActorId> keepers;
+  const ActorId churner = tree.runtime.Register(std::make_unique<Churner>(&tree.journal, &keepers));
+  constexpr int kRounds = 30;
+  for (int round = 0; round < kRounds; ++round) {
+    tree.runtime.Send(churner, std::make_unique<EvValue>(9 + round % 7));
+    ASSERT_EQ(tree.Run(), DispatchResult::kIdle);
+  }
+  ASSERT_EQ(keepers.size(), static_cast<size_t>(kRounds));
+  // Only the churner, its keepers and the tree of Tree are left.
+  EXPECT_EQ(tree.runtime.node().Counters().live_mailboxes, 1u + kRounds + 3u);
+
+  // A keeper spawned early (its slot moved by compaction) and a late one fail and are restarted
+  // in place: same id, a new instance that counts from 1.
+  for (const size_t k : {size_t{1}, size_t{kRounds - 2}}) {
+    tree.runtime.Send(keepers[k], std::make_unique<EvValue>(0));
+    tree.runtime.Send(keepers[k], std::make_unique<EvValue>(5));
+    ASSERT_EQ(tree.Run(), DispatchResult::kIdle);
+    EXPECT_EQ(tree.journal.back(), absl::StrCat("k", k, " got 5 (1)"));
+  }
+
+  tree.journal.clear();
+  tree.runtime.Send(churner, std::make_unique<EvKick>());
+  ASSERT_EQ(tree.Run(), DispatchResult::kIdle);
+  // Every keeper ended, each once, and before its parent.
+  ASSERT_EQ(tree.journal.size(), static_cast<size_t>(kRounds) + 1);
+  EXPECT_EQ(tree.journal.back(), "end churner");
+  for (int k = 0; k < kRounds; ++k) {
+    EXPECT_EQ(std::count(tree.journal.begin(), tree.journal.end(), absl::StrCat("end k", k)), 1)
+        << "keeper " << k;
+  }
+  EXPECT_EQ(tree.runtime.node().Counters().live_mailboxes, 3u);
 }
 
 TEST(SupervisionTest, DetachedActorsAreNotChildren) {
