@@ -14,8 +14,9 @@
 // A reason with code kUnauthenticated means the transport refused the peer's credentials (a TLS
 // transport: an unknown CA, an expired certificate, one that names no node); the session treats
 // it as a refusal (logged, counted, redialled with backoff), not as a network fault.
-// Write queues bytes in order; Close ends a connection without an EvConnectionDown to its own
-// owner (the other end gets one). TCP through Asio is one implementation (tcp_transport.h); the
+// Write queues bytes in order (WriteShared too, without copying bytes the writer keeps: a
+// session's frames); Close ends a connection without an EvConnectionDown to its own owner (the
+// other end gets one). TCP through Asio is one implementation (tcp_transport.h); the
 // in-memory PipeNetwork of the troupe::interconnect_testing target is another
 // (interconnect/testing/pipe_network.h), so session code runs under the deterministic test runtime
 // with simulated time.
@@ -28,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,6 +40,10 @@
 namespace troupe::interconnect {
 
 using ConnectionId = uint64_t;
+
+// Bytes that their writer and a transport share without copying (a session's frames, which the
+// session keeps for resend while the socket writes them). Never changed once shared.
+using SharedBytes = std::shared_ptr<const std::string>;
 
 enum TransportEventType : EventType {
   kEvConnectionUp = EventSpaceBegin(kInterconnectEventSpace) + 0x100,
@@ -101,6 +107,17 @@ class Transport {
   // Queues `bytes` for sending, after everything written before. Ignored once the connection is
   // down.
   virtual void Write(ConnectionId connection, std::string bytes) = 0;
+  // Queues `pieces` for sending, in order, after everything written before: the same bytes as one
+  // Write of their concatenation. A transport may keep references to the pieces until the kernel
+  // has taken them instead of copying them (the TCP transport gathers them into one sendmsg);
+  // this default copies them into one Write.
+  virtual void WriteShared(ConnectionId connection, std::vector<SharedBytes> pieces) {
+    std::string bytes;
+    for (const SharedBytes& piece : pieces) {
+      bytes += *piece;
+    }
+    Write(connection, std::move(bytes));
+  }
   // Closes the connection; its owner hears nothing more, the other end gets EvConnectionDown.
   virtual void Close(ConnectionId connection) = 0;
   // Returns what the transport knows about the remote end of `connection` (empty for an unknown

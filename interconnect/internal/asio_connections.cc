@@ -6,8 +6,10 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -31,6 +33,9 @@ namespace {
 
 // The smallest read buffer, whatever the options say.
 constexpr size_t kMinReadBuffer = 1024;
+// The most buffers one direct sendmsg gathers (the I/O thread's writes gather up to Asio's own
+// limit per writev).
+constexpr size_t kMaxGather = 64;
 
 }  // namespace
 
@@ -129,25 +134,29 @@ void AsioConnections::Write(ConnectionId connection, std::string bytes) {
   if (c->down || c->write_failed) {
     return;
   }
-  if (!IsOpen(*c)) {
-    // Established (or the channel opening) sends these.
-    if (c->waiting.empty()) {
-      c->waiting = std::move(bytes);
-    } else {
-      c->waiting += bytes;
-    }
-    return;
-  }
-  if (c->channel == nullptr) {
+  if (IsOpen(*c) && c->channel == nullptr) {
     SendWire(*c, bytes);
     return;
   }
-  c->sealed.clear();
-  if (absl::Status sealed = c->channel->Seal(bytes, c->sealed); !sealed.ok()) {
-    GoDown(*c, std::move(sealed));
+  WriteThroughChannel(*c, bytes);
+}
+
+void AsioConnections::WriteShared(ConnectionId connection, std::vector<SharedBytes> pieces) {
+  const ConnectionPtr c = Find(connection);
+  if (c == nullptr) {
     return;
   }
-  SendWire(*c, c->sealed);
+  troupe::MutexLock lock(&c->mu);
+  if (c->down || c->write_failed) {
+    return;
+  }
+  if (IsOpen(*c) && c->channel == nullptr) {
+    SendPieces(*c, pieces);
+    return;
+  }
+  for (const SharedBytes& piece : pieces) {
+    WriteThroughChannel(*c, *piece);
+  }
 }
 
 void AsioConnections::Close(ConnectionId connection) {
@@ -238,6 +247,23 @@ bool AsioConnections::IsOpen(const Connection& c) {
   return c.fd >= 0 && (c.channel == nullptr || c.channel->open());
 }
 
+void AsioConnections::WriteThroughChannel(Connection& c, absl::string_view bytes) {
+  if (bytes.empty() || c.down || c.write_failed) {
+    return;
+  }
+  if (!IsOpen(c)) {
+    // Established (or the channel opening) sends these.
+    c.waiting.append(bytes.data(), bytes.size());
+    return;
+  }
+  c.sealed.clear();
+  if (absl::Status sealed = c.channel->Seal(bytes, c.sealed); !sealed.ok()) {
+    GoDown(c, std::move(sealed));
+    return;
+  }
+  SendWire(c, c.sealed);
+}
+
 void AsioConnections::SendWire(Connection& c, std::string& wire) {
   if (wire.empty() || c.down || c.write_failed) {
     return;
@@ -246,30 +272,84 @@ void AsioConnections::SendWire(Connection& c, std::string& wire) {
     // Nothing is queued (a queue always has a write pending): try the kernel directly, which
     // saves the hop to the I/O thread on the latency path.
     TROUPE_DCHECK(c.queued.empty());
-    ssize_t sent = 0;
-    do {
-      sent = ::send(c.fd, wire.data(), wire.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (sent < 0 && errno == EINTR);
-    if (sent < 0) {
-      const int error = errno;
-      if (error != EAGAIN && error != EWOULDBLOCK) {
-        WriteFailed(c, std::error_code(error, std::system_category()));
-        return;
-      }
-      sent = 0;
-    }
-    if (static_cast<size_t>(sent) == wire.size()) {
+    iovec buffer{wire.data(), wire.size()};
+    const ssize_t sent = SendNow(c, &buffer, 1);
+    if (sent < 0 || static_cast<size_t>(sent) == wire.size()) {
       return;
     }
-    wire.erase(0, static_cast<size_t>(sent));
+    c.queued_offset = static_cast<size_t>(sent);
   }
-  if (c.queued.empty()) {
-    c.queued.swap(wire);
-  } else {
-    c.queued += wire;
-  }
-  // Before the connection is up the bytes just wait: Established starts the first write.
+  c.queued.push_back(std::make_shared<const std::string>(std::move(wire)));
+  wire.clear();
+  StartQueuedWrite(c);
+}
+
+void AsioConnections::SendPieces(Connection& c, std::vector<SharedBytes>& pieces) {
+  size_t next = 0;
+  size_t offset = 0;
   if (c.fd >= 0 && !c.writing) {
+    // As SendWire: straight to the kernel, the pieces gathered into sendmsg calls of up to
+    // kMaxGather buffers each.
+    TROUPE_DCHECK(c.queued.empty());
+    std::array<iovec, kMaxGather> gather;
+    while (next < pieces.size()) {
+      size_t count = 0;
+      size_t total = 0;
+      for (size_t i = next; i < pieces.size() && count < gather.size(); ++i, ++count) {
+        const size_t skip = i == next ? offset : 0;
+        gather[count].iov_base = const_cast<char*>(pieces[i]->data() + skip);
+        gather[count].iov_len = pieces[i]->size() - skip;
+        total += gather[count].iov_len;
+      }
+      const ssize_t sent = SendNow(c, gather.data(), count);
+      if (sent < 0) {
+        return;
+      }
+      // Skip what the kernel took: whole pieces, then part of one.
+      auto left = static_cast<size_t>(sent);
+      while (next < pieces.size() && left >= pieces[next]->size() - offset) {
+        left -= pieces[next]->size() - offset;
+        offset = 0;
+        ++next;
+      }
+      offset += left;
+      if (static_cast<size_t>(sent) < total) {
+        break;  // the socket's buffer is full: the I/O thread sends the rest
+      }
+    }
+    if (next == pieces.size()) {
+      return;
+    }
+    c.queued_offset = offset;
+  }
+  for (size_t i = next; i < pieces.size(); ++i) {
+    c.queued.push_back(std::move(pieces[i]));
+  }
+  StartQueuedWrite(c);
+}
+
+ssize_t AsioConnections::SendNow(Connection& c, iovec* buffers, size_t count) {
+  msghdr message{};
+  message.msg_iov = buffers;
+  message.msg_iovlen = count;
+  ssize_t sent = 0;
+  do {
+    sent = ::sendmsg(c.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (sent < 0 && errno == EINTR);
+  if (sent >= 0) {
+    return sent;
+  }
+  const int error = errno;
+  if (error == EAGAIN || error == EWOULDBLOCK) {
+    return 0;
+  }
+  WriteFailed(c, std::error_code(error, std::system_category()));
+  return -1;
+}
+
+void AsioConnections::StartQueuedWrite(Connection& c) {
+  // Before the connection is up the bytes just wait: Established starts the first write.
+  if (c.fd >= 0 && !c.writing && !c.queued.empty()) {
     c.writing = true;
     asio::post(io_, [this, c = c.shared_from_this()] { SendQueued(c); });
   }
@@ -279,25 +359,20 @@ void AsioConnections::Flush(Connection& c) {
   if (c.waiting.empty()) {
     return;
   }
+  std::string waiting;
+  waiting.swap(c.waiting);
   if (c.channel == nullptr) {
-    SendWire(c, c.waiting);
-    std::string().swap(c.waiting);
+    SendWire(c, waiting);
     return;
   }
-  c.sealed.clear();
-  absl::Status sealed = c.channel->Seal(c.waiting, c.sealed);
-  std::string().swap(c.waiting);
-  if (!sealed.ok()) {
-    GoDown(c, std::move(sealed));
-    return;
-  }
-  SendWire(c, c.sealed);
+  WriteThroughChannel(c, waiting);
 }
 
 void AsioConnections::WriteFailed(Connection& c, const std::error_code& error) {
   if (c.channel != nullptr && c.channel->DefersWriteErrors()) {
     c.write_failed = true;
-    std::string().swap(c.queued);
+    c.queued.clear();
+    c.queued_offset = 0;
     return;
   }
   GoDown(c, SocketError("write", error));
@@ -307,7 +382,8 @@ void AsioConnections::Retire(Connection& c) {
   c.down = true;
   c.fd = -1;
   c.writing = false;
-  std::string().swap(c.queued);
+  c.queued.clear();
+  c.queued_offset = 0;
   std::string().swap(c.waiting);
   asio::post(io_, [this, c = c.shared_from_this()] { CloseSocket(c); });
 }

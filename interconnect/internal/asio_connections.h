@@ -32,13 +32,20 @@
 // progress, hands them to the kernel with a non-blocking send() on the calling thread: no hop to
 // the I/O thread, one syscall. What the kernel does not take is queued and the I/O thread sends
 // it; while that send is pending, later Writes only append to the queue, so a busy connection
-// sends many writes per syscall. Bytes written before the connection is up, or before its channel
-// is open (the TLS handshake), wait unsealed and go out when it opens. The queues are unbounded:
-// the caller bounds what it writes.
+// sends many writes per syscall (one gathered writev of the queued pieces). WriteShared takes
+// shared pieces (a session's frames, which its stream keeps for resend): without a channel they
+// go out in one gathered sendmsg, and what the kernel does not take is queued by reference, so a
+// frame is never copied between the encoder and the kernel; with a channel each piece is sealed
+// as a Write's bytes. Bytes written before the connection is up, or before its channel is open
+// (the TLS handshake), wait unsealed and go out when it opens. The queues are unbounded: the
+// caller bounds what it writes.
 //
 // Read path. The I/O thread reads up to `read_buffer_size` bytes, passes them through the channel
 // (under the mutex: a writer to the same connection waits for a decryption) and sends the owner
-// EvBytesReceived chunks of at most `read_buffer_size` bytes.
+// EvBytesReceived chunks of at most `read_buffer_size` bytes. A read (or its decryption) of at
+// least half that size is not copied: the buffer itself moves into the event (a session's decoder
+// takes it over and decodes its frames in place) and the next read gets a new one; smaller reads
+// are copied, so a small event does not hold a large buffer.
 //
 // Thread-safety: the Transport is thread-safe (Shutdown not concurrently with the destructor); a
 // Channel is thread-compatible and the core serialises its use as above; a ChannelFactory must be

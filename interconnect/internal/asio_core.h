@@ -9,8 +9,12 @@
 // Thread-safety: see asio_connections.h.
 #pragma once
 
+#include <sys/types.h>
+#include <sys/uio.h>
+
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -22,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "asio/buffer.hpp"
 #include "asio/executor_work_guard.hpp"
 #include "asio/io_context.hpp"
 #include "asio/ip/tcp.hpp"
@@ -47,8 +52,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
   // -- I/O thread --
   tcp::socket socket;
   std::string read_buffer;
-  // The bytes of the async write in progress (swapped with `queued`, so both buffers are reused).
-  std::string sending;
+  // The pieces of the async write in progress (taken from `queued`), and their buffers.
+  std::vector<SharedBytes> sending;
+  std::vector<asio::const_buffer> sending_buffers;
 
   // -- under `mu` --
   troupe::Mutex mu;
@@ -66,8 +72,10 @@ struct Connection : std::enable_shared_from_this<Connection> {
   bool write_failed ABSL_GUARDED_BY(mu) = false;
   // Session bytes written before the connection (and its channel) opened, not yet sealed.
   std::string waiting ABSL_GUARDED_BY(mu);
-  // Wire bytes for the I/O thread to send.
-  std::string queued ABSL_GUARDED_BY(mu);
+  // Wire bytes for the I/O thread to send, in order; the first `queued_offset` bytes of the front
+  // piece were sent already. Pieces are shared with their writer (WriteShared), not copied.
+  std::deque<SharedBytes> queued ABSL_GUARDED_BY(mu);
+  size_t queued_offset ABSL_GUARDED_BY(mu) = 0;
   // Scratch for the sealed bytes of one Write and the channel's output of one read.
   std::string sealed ABSL_GUARDED_BY(mu);
   std::string plain ABSL_GUARDED_BY(mu);
@@ -105,6 +113,7 @@ class AsioConnections final : public Transport {
   ConnectionId Connect(const std::string& host, uint16_t port, const ActorId& owner) override;
   void SetOwner(ConnectionId connection, const ActorId& owner) override;
   void Write(ConnectionId connection, std::string bytes) override;
+  void WriteShared(ConnectionId connection, std::vector<SharedBytes> pieces) override;
   void Close(ConnectionId connection) override;
   PeerInfo Peer(ConnectionId connection) const override;
   void Shutdown() override;
@@ -117,10 +126,24 @@ class AsioConnections final : public Transport {
   ConnectionPtr Adopt(tcp::socket socket, const ActorId& owner) ABSL_LOCKS_EXCLUDED(mu_);
   // Returns true when session bytes can be sealed and sent now.
   static bool IsOpen(const Connection& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+  // Writes session bytes on a connection that is not open yet (they wait) or has a channel (they
+  // are sealed and sent).
+  void WriteThroughChannel(Connection& c, absl::string_view bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
   // Sends `wire` after everything queued: directly when the connection is idle, else through the
-  // queue. Leaves in `wire` bytes of no further use (the caller's scratch or the queue's old
-  // buffer). May take the connection down.
+  // queue. Leaves in `wire` bytes of no further use (the caller's scratch, or nothing). May take
+  // the connection down.
   void SendWire(Connection& c, std::string& wire) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+  // The same for shared pieces: one gathered sendmsg when the connection is idle, and what the
+  // kernel did not take is queued by reference.
+  void SendPieces(Connection& c, std::vector<SharedBytes>& pieces)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+  // Hands `count` buffers to the kernel with one non-blocking sendmsg on the connected socket;
+  // returns the bytes it took (0 when its buffer is full), or -1 once the write failed
+  // (WriteFailed ran).
+  ssize_t SendNow(Connection& c, iovec* buffers, size_t count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
+  // Has the I/O thread send the queue, unless a write is in progress or the socket not up yet.
+  void StartQueuedWrite(Connection& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
   // Seals and sends the bytes that waited for the connection to open.
   void Flush(Connection& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu);
   // A socket write failed: down with "write: <error>", unless the channel defers the reason.

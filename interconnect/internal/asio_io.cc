@@ -29,8 +29,8 @@ namespace {
 // After an accept fails for a reason other than the listener closing (out of descriptors, most
 // likely), the next attempt waits this long instead of spinning.
 constexpr std::chrono::milliseconds kAcceptRetryDelay(50);
-// A connection keeps its read and write buffers between reads and writes up to this capacity; a
-// burst larger than that (a resend after a reconnect) frees its buffer once used.
+// A connection keeps its channel's buffer of decrypted bytes between reads up to this capacity; a
+// burst larger than that frees it once used.
 constexpr size_t kKeptBuffer = size_t{1} << 20;
 
 }  // namespace
@@ -160,8 +160,17 @@ void AsioConnections::Read(const ConnectionPtr& c) {
 
 void AsioConnections::Received(Connection& c, size_t size) {
   if (c.channel == nullptr) {
-    system_->Send(c.owner,
-                  std::make_unique<EvBytesReceived>(c.id, std::string(c.read_buffer.data(), size)));
+    std::string bytes;
+    if (size >= read_size_ / 2) {
+      // The read buffer itself goes to the owner (a session's decoder takes it over and decodes
+      // in place); a new one costs less than copying this much.
+      bytes.swap(c.read_buffer);
+      bytes.resize(size);
+      c.read_buffer.resize(read_size_);
+    } else {
+      bytes.assign(c.read_buffer.data(), size);
+    }
+    system_->Send(c.owner, std::make_unique<EvBytesReceived>(c.id, std::move(bytes)));
     return;
   }
   const bool was_open = c.channel->open();
@@ -179,6 +188,16 @@ void AsioConnections::Received(Connection& c, size_t size) {
                                       << " secured: " << c.channel->Summary();
     Flush(c);
   }
+  if (c.plain.empty() || c.down) {
+    return;
+  }
+  if (c.plain.size() >= read_size_ / 2 && c.plain.size() <= read_size_) {
+    // Handed over whole, as a large read without a channel.
+    system_->Send(c.owner, std::make_unique<EvBytesReceived>(c.id, std::move(c.plain)));
+    c.plain = std::string();
+    c.plain.reserve(read_size_);
+    return;
+  }
   for (size_t at = 0; at < c.plain.size() && !c.down; at += read_size_) {
     system_->Send(c.owner,
                   std::make_unique<EvBytesReceived>(
@@ -190,20 +209,25 @@ void AsioConnections::Received(Connection& c, size_t size) {
 }
 
 void AsioConnections::SendQueued(const ConnectionPtr& c) {
+  c->sending.clear();
+  c->sending_buffers.clear();
   {
     troupe::MutexLock lock(&c->mu);
     if (c->down || c->write_failed) {
       return;
     }
-    if (c->sending.capacity() > kKeptBuffer) {
-      std::string().swap(c->sending);
-    } else {
-      c->sending.clear();
+    size_t offset = std::exchange(c->queued_offset, 0);
+    for (SharedBytes& piece : c->queued) {
+      c->sending_buffers.emplace_back(piece->data() + offset, piece->size() - offset);
+      c->sending.push_back(std::move(piece));
+      offset = 0;
     }
-    c->sending.swap(c->queued);
+    c->queued.clear();
   }
-  asio::async_write(c->socket, asio::buffer(c->sending),
+  asio::async_write(c->socket, c->sending_buffers,
                     [this, c](std::error_code error, size_t /*written*/) {
+                      // The pieces' owners may free them now.
+                      c->sending.clear();
                       {
                         troupe::MutexLock lock(&c->mu);
                         if (c->down || c->write_failed) {

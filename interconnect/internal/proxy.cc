@@ -203,19 +203,19 @@ void Proxy::HandleHandoverEnd(EventPtr<EvHandoverEnd> ev) {
 }
 
 void Proxy::HandleConnectionEvent(EventHandlePtr& ev) {
-  if (const auto* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
+  if (auto* bytes = ev->Get<EvBytesReceived>(); bytes != nullptr) {
     HandleBytes(*bytes);
   } else if (const auto* down = ev->Get<EvConnectionDown>(); down != nullptr) {
     HandleConnectionDown(*down);
   }
 }
 
-void Proxy::HandleBytes(const EvBytesReceived& ev) {
+void Proxy::HandleBytes(EvBytesReceived& ev) {
   if (ev.connection != conn_ || link_ != Link::kUp) {
     return;  // a connection we left
   }
   Stats::Bump(stats_.bytes_read, ev.bytes.size());
-  decoder_.Append(ev.bytes);
+  decoder_.Append(std::move(ev.bytes));
   ProcessFrames();
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -154,7 +155,8 @@ class Proxy final : public Actor {
 
   void HandleConnectionEvent(EventHandlePtr& ev);
 
-  void HandleBytes(const EvBytesReceived& ev);
+  // Takes the bytes over (the decoder adopts the transport's read buffer when it can).
+  void HandleBytes(EvBytesReceived& ev);
 
   void HandleConnectionDown(const EvConnectionDown& ev);
 
@@ -192,6 +194,8 @@ class Proxy final : public Actor {
   void WriteControlFrame(FrameKind kind = FrameKind::kControl);
 
   void Write(std::string bytes);
+  // Writes data frames the stream keeps for resend: the transport shares them, no copy.
+  void WriteFrames(std::vector<FrameBytes> frames);
 
   // Heartbeats, dead-peer detection, redialling.
   void HandleTick(EventPtr<EvWakeup> ev);

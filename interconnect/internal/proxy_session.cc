@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -110,8 +111,8 @@ void Proxy::LinkUp(uint64_t peer_received) {
   Stats::Bump(stats_.connections);
   stats_.connected.store(true, std::memory_order_relaxed);
   MarkChanged();
-  std::string bytes;
-  if (absl::Status status = out_->Resend(peer_received, &bytes); !status.ok()) {
+  std::vector<FrameBytes> frames;
+  if (absl::Status status = out_->Resend(peer_received, &frames); !status.ok()) {
     EndSession(absl::StrCat("the peer's resume point is impossible: ", status.message()));
     DropConnection();
     return;
@@ -119,9 +120,9 @@ void Proxy::LinkUp(uint64_t peer_received) {
   Stats::Bump(stats_.frames_resent, out_->unacked_frames());
   link_acknowledged_ = out_->acknowledged();
   link_received_ = in_.received();
-  const bool resent = !bytes.empty();
+  const bool resent = !frames.empty();
   if (resent) {
-    Write(std::move(bytes));
+    WriteFrames(std::move(frames));
   }
   if (!Flush() && !resent) {
     WriteControlFrame();  // at once: the peer's sign of life that this connection works
@@ -199,11 +200,11 @@ bool Proxy::Flush() {
     ReleaseHeld();
     return false;
   }
-  std::string bytes;
+  std::vector<FrameBytes> frames;
   const bool was_blocked = out_->blocked();
   const size_t queued = out_->queued_events();
   std::vector<EventHandlePtr> too_large;
-  out_->Pack(in_.received(), &bytes, &too_large, Now());
+  out_->Pack(in_.received(), &frames, &too_large, Now());
   Stats::Bump(stats_.events_sent, queued - out_->queued_events() - too_large.size());
   for (EventHandlePtr& ev : too_large) {
     TROUPE_LOG(kDebug, kInterconnect)
@@ -214,13 +215,12 @@ bool Proxy::Flush() {
   if (!was_blocked && out_->blocked()) {
     Stats::Bump(stats_.backpressure_stalls);
   }
-  if (bytes.empty() && in_.received() > ack_sent_) {
-    AppendControlFrame(in_.received(), &bytes);
-  }
-  const bool wrote = !bytes.empty();
-  if (wrote) {
+  const bool wrote = !frames.empty() || in_.received() > ack_sent_;
+  if (!frames.empty()) {
     ack_sent_ = in_.received();
-    Write(std::move(bytes));
+    WriteFrames(std::move(frames));
+  } else if (wrote) {
+    WriteControlFrame();
   }
   Stats::Set(stats_.queued_events, out_->queued_events());
   Stats::Set(stats_.unacked_bytes, out_->unacked_bytes());
@@ -240,6 +240,16 @@ void Proxy::Write(std::string bytes) {
   Stats::Bump(stats_.bytes_written, bytes.size());
   last_written_ = Now();
   settings_.transport->Write(conn_, std::move(bytes));
+}
+
+void Proxy::WriteFrames(std::vector<FrameBytes> frames) {
+  size_t size = 0;
+  for (const FrameBytes& frame : frames) {
+    size += frame->size();
+  }
+  Stats::Bump(stats_.bytes_written, size);
+  last_written_ = Now();
+  settings_.transport->WriteShared(conn_, std::move(frames));
 }
 
 size_t Proxy::EndSession(std::string_view reason, bool keep_queued, UndeliveredReason why,

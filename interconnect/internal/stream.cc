@@ -63,8 +63,8 @@ void RoundTrips::Record(absl::Duration round_trip) {
                     std::memory_order_relaxed);
 }
 
-size_t OutboundStream::Pack(uint64_t ack, std::string* out, std::vector<EventHandlePtr>* too_large,
-                            absl::Time now) {
+size_t OutboundStream::Pack(uint64_t ack, std::vector<FrameBytes>* out,
+                            std::vector<EventHandlePtr>* too_large, absl::Time now) {
   size_t frames = 0;
   FrameEncoder& encoder = encoder_;
   const uint64_t peer_limit =
@@ -98,10 +98,11 @@ size_t OutboundStream::Pack(uint64_t ack, std::string* out, std::vector<EventHan
     if (encoder.event_count() == 0) {
       break;  // only refused events were left, or the bulk lane waits
     }
-    SentFrame frame{++last_sent_, {}, charge, chunk_bytes, std::move(completed)};
-    encoder.Finish(frame.sequence, ack, &frame.bytes);
-    out->append(frame.bytes);
-    unacked_bytes_ += frame.bytes.size();
+    ++last_sent_;
+    SentFrame frame{last_sent_, encoder.Finish(last_sent_, ack), charge, chunk_bytes,
+                    std::move(completed)};
+    out->push_back(frame.bytes);
+    unacked_bytes_ += frame.bytes->size();
     unacked_chunk_bytes_ += chunk_bytes;
     unacked_.push_back(std::move(frame));
     ++frames;
@@ -185,7 +186,7 @@ absl::Status OutboundStream::Acknowledge(uint64_t ack, absl::Time now) {
 
 void OutboundStream::Release(uint64_t ack) {
   while (!unacked_.empty() && unacked_.front().sequence <= ack) {
-    unacked_bytes_ -= unacked_.front().bytes.size();
+    unacked_bytes_ -= unacked_.front().bytes->size();
     unacked_chunk_bytes_ -= unacked_.front().chunk_bytes;
     released_ += unacked_.front().charge;
     ++acknowledged_;
@@ -193,12 +194,12 @@ void OutboundStream::Release(uint64_t ack) {
   }
 }
 
-absl::Status OutboundStream::Resend(uint64_t peer_received, std::string* out) {
+absl::Status OutboundStream::Resend(uint64_t peer_received, std::vector<FrameBytes>* out) {
   if (absl::Status status = Acknowledge(peer_received); !status.ok()) {
     return status;
   }
   for (const SentFrame& frame : unacked_) {
-    out->append(frame.bytes);
+    out->push_back(frame.bytes);
   }
   return absl::OkStatus();
 }
@@ -208,7 +209,7 @@ void OutboundStream::FailUnacked(const std::function<void(EventHandlePtr, bool u
     // Our own frames: decoding them cannot fail (and no size limit applies to them). Chunks are
     // skipped: a chunked event is reported once, from the handle kept with its last chunk.
     FrameDecoder decoder(std::numeric_limits<uint32_t>::max());
-    decoder.Append(sent.bytes);
+    decoder.Append(*sent.bytes);
     Frame frame;
     if (absl::StatusOr<bool> got = decoder.Next(&frame); got.ok() && *got) {
       (void)DecodeEvents(frame, [&report](EventHandlePtr ev) { report(std::move(ev), true); });

@@ -121,8 +121,18 @@ class OutboundStream {
   // the unacknowledged bytes are under the limit. Events larger than the peer accepts are moved
   // to `too_large` instead (which may be null while no peer limit is set). Returns the number of
   // frames appended. `now` (when the frames are written) starts timing a frame for RoundTrips.
-  size_t Pack(uint64_t ack, std::string* out, std::vector<EventHandlePtr>* too_large = nullptr,
+  // The frames in `out` are the ones kept for resend (shared, not copied).
+  size_t Pack(uint64_t ack, std::vector<FrameBytes>* out,
+              std::vector<EventHandlePtr>* too_large = nullptr,
               absl::Time now = absl::InfinitePast());
+  // The same, appending a copy of the frames' bytes to `out` (tests and tools).
+  size_t Pack(uint64_t ack, std::string* out, std::vector<EventHandlePtr>* too_large = nullptr,
+              absl::Time now = absl::InfinitePast()) {
+    std::vector<FrameBytes> frames;
+    const size_t packed = Pack(ack, &frames, too_large, now);
+    AppendFrames(frames, out);
+    return packed;
+  }
 
   // The peer's frame decoder accepts payloads up to `max_payload` bytes and events up to
   // `max_event_size` (0: unknown, no limit beyond ours). Set at every handshake, before Pack.
@@ -136,9 +146,16 @@ class OutboundStream {
   absl::Status Acknowledge(uint64_t ack, absl::Time now = absl::InfinitePast());
 
   // After a reconnect: the peer has received everything up to `peer_received`. Frees those frames
-  // and appends every later unacknowledged frame to `out`, unchanged and in order. kDataLoss when
-  // `peer_received` names a frame never sent.
-  absl::Status Resend(uint64_t peer_received, std::string* out);
+  // and appends every later unacknowledged frame to `out`, in order: the very bytes sent before.
+  // kDataLoss when `peer_received` names a frame never sent.
+  absl::Status Resend(uint64_t peer_received, std::vector<FrameBytes>* out);
+  // The same, appending a copy of the frames' bytes to `out` (tests and tools).
+  absl::Status Resend(uint64_t peer_received, std::string* out) {
+    std::vector<FrameBytes> frames;
+    absl::Status status = Resend(peer_received, &frames);
+    AppendFrames(frames, out);
+    return status;
+  }
 
   // Ends the stream: calls `report(ev, unsure)` for every event still held: those sent but
   // unacknowledged with unsure = true, oldest first, then the queued ones (the regular lane, then
@@ -168,9 +185,15 @@ class OutboundStream {
   size_t TakeReleased() { return std::exchange(released_, 0); }
 
  private:
+  static void AppendFrames(const std::vector<FrameBytes>& frames, std::string* out) {
+    for (const FrameBytes& frame : frames) {
+      out->append(*frame);
+    }
+  }
+
   struct SentFrame {
     uint64_t sequence;
-    std::string bytes;
+    FrameBytes bytes;
     // The HeldCharge of its events (a chunked event's whole charge is on its last chunk's frame).
     size_t charge;
     // Bytes of chunks in it.

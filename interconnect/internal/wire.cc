@@ -361,12 +361,31 @@ void FrameEncoder::AddNextChunk(std::string_view piece) {
   Add(record);
 }
 
-void FrameEncoder::Finish(uint64_t sequence, uint64_t ack, std::string* out) {
+void FrameEncoder::WriteFrameHeader(uint64_t sequence, uint64_t ack) {
   const std::string_view payload{buffer_.data() + kFrameHeaderSize,
                                  buffer_.size() - kFrameHeaderSize};
   WriteHeader(buffer_.data(), FrameKind::kData, event_count_, sequence, ack, payload);
+}
+
+void FrameEncoder::Finish(uint64_t sequence, uint64_t ack, std::string* out) {
+  WriteFrameHeader(sequence, ack);
   out->append(buffer_);
   Reset();
+}
+
+FrameBytes FrameEncoder::Finish(uint64_t sequence, uint64_t ack) {
+  WriteFrameHeader(sequence, ack);
+  const size_t size = buffer_.size();
+  FrameBytes frame;
+  if (buffer_.capacity() - size > size / 2) {
+    frame = std::make_shared<const std::string>(buffer_);
+  } else {
+    frame = std::make_shared<const std::string>(std::move(buffer_));
+    buffer_ = std::string();
+    buffer_.reserve(size);
+  }
+  Reset();
+  return frame;
 }
 
 void AppendControlFrame(uint64_t ack, std::string* out, FrameKind kind) {
@@ -382,6 +401,15 @@ void FrameDecoder::Append(std::string_view bytes) {
     consumed_ = 0;
   }
   buffer_.append(bytes);
+}
+
+void FrameDecoder::Append(std::string&& bytes) {
+  if (consumed_ == buffer_.size()) {
+    buffer_.swap(bytes);
+    consumed_ = 0;
+    return;
+  }
+  Append(std::string_view(bytes));
 }
 
 absl::StatusOr<bool> FrameDecoder::Next(Frame* frame) {

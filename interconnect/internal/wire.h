@@ -73,6 +73,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -148,6 +149,11 @@ struct Record {
   std::string_view bytes;
 };
 
+// A finished frame's bytes, immutable and shared: a session's stream keeps them for resend while
+// the transport writes them (Transport::WriteShared), so a frame is never copied between the
+// encoder and the kernel, and a resend is the very same bytes.
+using FrameBytes = std::shared_ptr<const std::string>;
+
 // Builds one data frame from records, then starts over.
 class FrameEncoder {
  public:
@@ -173,9 +179,16 @@ class FrameEncoder {
   // Appends the finished data frame (header, then the records added since the last Finish) to
   // `out` and starts a new frame (the encoder keeps its buffer's capacity for it).
   void Finish(uint64_t sequence, uint64_t ack, std::string* out);
+  // Returns the finished data frame and starts a new one. The frame is the encoder's buffer,
+  // moved, not copied; the next frame's buffer is reserved at this one's size. (A frame whose
+  // buffer has more than half its size spare is copied instead, which bounds the memory a frame
+  // holds to 1.5 times its bytes, and the buffer is kept.)
+  FrameBytes Finish(uint64_t sequence, uint64_t ack);
 
  private:
   void Reset();
+  // Writes the header of the frame being built.
+  void WriteFrameHeader(uint64_t sequence, uint64_t ack);
 
   // The frame being built: room for the header, then the records.
   std::string buffer_;
@@ -202,6 +215,9 @@ class FrameDecoder {
 
   // Adds received bytes.
   void Append(std::string_view bytes);
+  // The same, taking `bytes` over instead of copying them when nothing is buffered (frames are
+  // then decoded in place, in the transport's read buffer).
+  void Append(std::string&& bytes);
 
   // Decodes the next frame into `frame`. Returns true when a whole, valid frame was decoded; false
   // when more bytes are needed; kDataLoss naming the fault when the stream is malformed (the

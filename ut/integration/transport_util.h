@@ -6,6 +6,7 @@
 // concurrent-writers check both transports must pass.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -152,7 +153,9 @@ inline std::string ReadBytes(EventLog& log, ConnectionId connection, size_t size
 
 // Has four threads write records of random sizes to `connection` of `sender` at once, and
 // expects `receiver` (the other end, reported to `receiver_log`) to get every record whole and
-// each writer's records in order.
+// each writer's records in order. Two writers use Write, one record a call; the other two
+// WriteShared, 1 to 16 records a call, each a piece only the transport still holds once the call
+// returns (so a piece the kernel did not take at once must stay alive in the transport's queue).
 inline void ExpectWholeWritesFromConcurrentWriters(Transport& sender, ConnectionId connection,
                                                    EventLog& receiver_log, ConnectionId receiver) {
   constexpr int kWriters = 4;
@@ -184,8 +187,21 @@ inline void ExpectWholeWritesFromConcurrentWriters(Transport& sender, Connection
   writers.reserve(kWriters);
   for (int w = 0; w < kWriters; ++w) {
     writers.emplace_back([&, w] {
-      for (const std::string& r : records[w]) {
-        sender.Write(connection, r);
+      if (w % 2 == 0) {
+        for (const std::string& r : records[w]) {
+          sender.Write(connection, r);
+        }
+        return;
+      }
+      std::mt19937_64 group_rng(w);
+      std::uniform_int_distribution<size_t> group(1, 16);
+      for (size_t at = 0; at < records[w].size();) {
+        const size_t end = std::min(records[w].size(), at + group(group_rng));
+        std::vector<SharedBytes> pieces;
+        for (; at < end; ++at) {
+          pieces.push_back(std::make_shared<const std::string>(records[w][at]));
+        }
+        sender.WriteShared(connection, std::move(pieces));
       }
     });
   }

@@ -55,13 +55,19 @@ std::string EncodeStream(int count, int per_frame, uint64_t ack = 0) {
   return out;
 }
 
-// Decodes a whole stream fed in chunks of `chunk` bytes; returns the events in order.
+// Decodes a whole stream fed in chunks of `chunk` bytes (as strings the decoder may take over
+// when `owned`); returns the events in order.
 std::vector<EventHandlePtr> DecodeStream(const std::string& stream, size_t chunk,
-                                         std::vector<uint64_t>* sequences = nullptr) {
+                                         std::vector<uint64_t>* sequences = nullptr,
+                                         bool owned = false) {
   FrameDecoder decoder;
   std::vector<EventHandlePtr> events;
   for (size_t at = 0; at < stream.size(); at += chunk) {
-    decoder.Append(std::string_view(stream).substr(at, chunk));
+    if (owned) {
+      decoder.Append(stream.substr(at, chunk));
+    } else {
+      decoder.Append(std::string_view(stream).substr(at, chunk));
+    }
     Frame frame;
     while (true) {
       absl::StatusOr<bool> got = decoder.Next(&frame);
@@ -104,11 +110,17 @@ TEST(WireTest, RoundTripsEveryEnvelopeFieldAndTheBody) {
 
 TEST(WireTest, DecodesTheSameWhateverTheSplit) {
   const std::string stream = EncodeStream(25, 7);
-  for (size_t chunk : {size_t{1}, size_t{3}, size_t{39}, size_t{40}, size_t{41}, size_t{500}}) {
-    const std::vector<EventHandlePtr> events = DecodeStream(stream, chunk);
-    ASSERT_EQ(events.size(), 25u) << "chunk " << chunk;
-    for (uint64_t i = 0; i < 25; ++i) {
-      EXPECT_EQ(events[i]->cookie(), i * 10) << "chunk " << chunk;
+  // Owned chunks: taken over when the decoder holds nothing (a chunk that ends on a frame's end),
+  // else copied behind the partial frame.
+  for (const bool owned : {false, true}) {
+    for (size_t chunk : {size_t{1}, size_t{3}, size_t{39}, size_t{40}, size_t{41}, size_t{500},
+                         stream.size() / 5, stream.size()}) {
+      const std::vector<EventHandlePtr> events = DecodeStream(stream, chunk, nullptr, owned);
+      ASSERT_EQ(events.size(), 25u) << "chunk " << chunk << " owned " << owned;
+      for (uint64_t i = 0; i < 25; ++i) {
+        EXPECT_EQ(events[i]->cookie(), i * 10) << "chunk " << chunk << " owned " << owned;
+        EXPECT_EQ(events[i]->bytes(), MakeEvent(i, std::string(i % 50, 'x'))->bytes());
+      }
     }
   }
 }
@@ -395,6 +407,36 @@ TEST(WireTest, ReassemblesChunkedEventsAndRefusesChunksOutOfTurn) {
 
 // The per-event cost the wire format was cut down for: a 64-byte body, to a different actor each
 // time, and a stream between the same two actors (which leaves the ids out after the first).
+// A frame finished as shared bytes is what the appending Finish writes, holds at most half its size
+// spare, and stays unchanged while the encoder builds the next frames (the stream resends it).
+TEST(WireTest, ASharedFrameIsTheAppendedBytesAndOutlivesTheNextFrames) {
+  FrameEncoder appending;
+  FrameEncoder sharing;
+  std::vector<std::string> expected;
+  std::vector<FrameBytes> shared;
+  uint64_t sequence = 0;
+  // Small after nothing, large after small (the buffer grew), large after large (reserved), small
+  // after large (mostly spare: copied).
+  for (const int events : {1, 300, 300, 1, 2}) {
+    for (int i = 0; i < events; ++i) {
+      const EventHandlePtr ev = MakeEvent(i, std::string(i % 90, 'y'));
+      ASSERT_TRUE(appending.Add(*ev).ok());
+      ASSERT_TRUE(sharing.Add(*ev).ok());
+    }
+    ++sequence;
+    expected.emplace_back();
+    appending.Finish(sequence, /*ack=*/sequence * 3, &expected.back());
+    shared.push_back(sharing.Finish(sequence, /*ack=*/sequence * 3));
+    EXPECT_EQ(*shared.back(), expected.back()) << "frame " << sequence;
+    EXPECT_LE(shared.back()->capacity(), shared.back()->size() * 3 / 2) << "frame " << sequence;
+  }
+  for (size_t i = 0; i < shared.size(); ++i) {
+    EXPECT_EQ(*shared[i], expected[i]) << "frame " << i + 1 << " changed after it was finished";
+  }
+  const std::vector<EventHandlePtr> events = DecodeStream(*shared[1] + *shared[2], 1000);
+  EXPECT_EQ(events.size(), 600u);
+}
+
 TEST(WireTest, ASmallEventCostsFewBytesOfHeaders) {
   for (const bool same_actors : {false, true}) {
     FrameEncoder encoder;
