@@ -220,6 +220,13 @@ build() {
 [[ -n $lock ]] && echo "building under $lock (waits for it, at most $lock_wait s)..." >&2
 if [[ -z $troupe_prefix ]]; then
   troupe_prefix=$build_dir/troupe-prefix
+  # A build tree configured from another checkout cannot be reused (CMake refuses a second
+  # source); it is this script's own, so it starts over.
+  cache=$build_dir/troupe-build/CMakeCache.txt
+  if [[ -f $cache ]] && ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$source_dir" "$cache"; then
+    echo "run.sh: $build_dir/troupe-build was configured from another checkout; building afresh" >&2
+    rm -rf "$build_dir/troupe-build"
+  fi
   build cmake -S "$source_dir" -B "$build_dir/troupe-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_COMPILER=g++ -DTROUPE_BUILD_TESTS=OFF -DTROUPE_BUILD_BENCHMARKS=OFF \
     -DTROUPE_BUILD_EXAMPLES=OFF -DTROUPE_UNITY_BUILD=ON
