@@ -217,16 +217,20 @@ build() {
     exit 1
   fi
 }
+# A build tree configured from another checkout cannot be reused (CMake refuses a second source);
+# the trees under $build_dir are this script's own, so such a tree starts over.
+own_tree() {
+  local tree=$1 source=$2
+  if [[ -f $tree/CMakeCache.txt ]] &&
+    ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$source" "$tree/CMakeCache.txt"; then
+    echo "run.sh: $tree was configured from another checkout; building it afresh" >&2
+    rm -rf "$tree"
+  fi
+}
 [[ -n $lock ]] && echo "building under $lock (waits for it, at most $lock_wait s)..." >&2
 if [[ -z $troupe_prefix ]]; then
   troupe_prefix=$build_dir/troupe-prefix
-  # A build tree configured from another checkout cannot be reused (CMake refuses a second
-  # source); it is this script's own, so it starts over.
-  cache=$build_dir/troupe-build/CMakeCache.txt
-  if [[ -f $cache ]] && ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$source_dir" "$cache"; then
-    echo "run.sh: $build_dir/troupe-build was configured from another checkout; building afresh" >&2
-    rm -rf "$build_dir/troupe-build"
-  fi
+  own_tree "$build_dir/troupe-build" "$source_dir"
   build cmake -S "$source_dir" -B "$build_dir/troupe-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_COMPILER=g++ -DTROUPE_BUILD_TESTS=OFF -DTROUPE_BUILD_BENCHMARKS=OFF \
     -DTROUPE_BUILD_EXAMPLES=OFF -DTROUPE_UNITY_BUILD=ON
@@ -234,6 +238,7 @@ if [[ -z $troupe_prefix ]]; then
   rm -rf "$troupe_prefix"
   build cmake --install "$build_dir/troupe-build" --prefix "$troupe_prefix"
 fi
+own_tree "$build_dir/troupe-programs" "$here/troupe"
 build cmake -S "$here/troupe" -B "$build_dir/troupe-programs" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_COMPILER=g++ "-DCMAKE_PREFIX_PATH=$troupe_prefix"
 build cmake --build "$build_dir/troupe-programs" -j2
