@@ -291,7 +291,7 @@ void AsioConnections::SendPieces(Connection& c, std::vector<SharedBytes>& pieces
     // As SendWire: straight to the kernel, the pieces gathered into sendmsg calls of up to
     // kMaxGather buffers each.
     TROUPE_DCHECK(c.queued.empty());
-    std::array<iovec, kMaxGather> gather;
+    std::array<iovec, kMaxGather> gather{};
     while (next < pieces.size()) {
       size_t count = 0;
       size_t total = 0;

@@ -409,7 +409,7 @@ void FrameDecoder::Append(std::string&& bytes) {
     consumed_ = 0;
     return;
   }
-  Append(std::string_view(bytes));
+  Append(std::string_view{bytes});
 }
 
 absl::StatusOr<bool> FrameDecoder::Next(Frame* frame) {
