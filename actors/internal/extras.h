@@ -66,12 +66,12 @@ struct PendingAsk {
 
 // A parent's live children (actors/internal/supervision.cc), owned by the parent (Actor::children_,
 // handed from instance to instance across restarts). The parent adds; each child removes itself
-// as it ends, before it is destroyed, so every pointer in `live` is a live actor while the lock is
+// as it ends, before it is destroyed, so every non-null slot is a live actor while the lock is
 // held. A child knows its slot (Actor::sibling_index_) and empties it as it ends: an ending child
 // touches only this list, never a sibling (a swap-remove wrote the moved sibling's index, a cache
 // miss on a cold actor at nearly every end in a large tree). The parent compacts the slots when it
 // adds a child and at least half of them are empty, so a parent that spawns and ends children
-// forever keeps at most twice its live children's slots.
+// forever keeps about twice its live children's slots at most.
 struct Children : SmallPooled {
   explicit Children(const ActorId& parent_id) : parent(parent_id) {}
 
@@ -85,7 +85,8 @@ struct Children : SmallPooled {
   bool Contains(const ActorId& child) ABSL_LOCKS_EXCLUDED(mu);
 
   const ActorId parent;
-  // A spin lock: held for a push or a swap-remove, and taken at every spawn and end of a child.
+  // A spin lock: held for a push, an emptied slot or a compaction, and taken at every spawn and
+  // end of a child.
   SpinLock mu;
   // The children's slots, null where one has ended. Inline: most parents have a few children, and
   // skynet-like trees many parents.
