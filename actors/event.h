@@ -54,6 +54,9 @@ inline constexpr uint32_t kEventSpaceSize = 1u << kEventSpaceBits;
 inline constexpr uint32_t kSystemEventSpace = 0;
 inline constexpr uint32_t kInterconnectEventSpace = 1;
 inline constexpr uint32_t kTestingEventSpace = 2;
+// The node layer's cluster services (node/): routers from +0x000, topics from +0x100, sharded
+// entities from +0x200.
+inline constexpr uint32_t kClusterEventSpace = 3;
 inline constexpr uint32_t kUserEventSpace = 256;
 
 // Returns the first event type of `space` (space < 65536).
