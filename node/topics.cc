@@ -276,8 +276,9 @@ absl::Status CheckTopicEvent(std::string_view topic, const std::unique_ptr<Event
     return absl::InvalidArgumentError("no event to publish");
   }
   if (!event->IsSerializable()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "event ", event->TypeName(), " is local: only serializable events (EventPB) are published"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("event ", event->TypeName(),
+                     " is local: only serializable events (EventPB) are published"));
   }
   return absl::OkStatus();
 }

@@ -46,12 +46,13 @@
 // publisher's own node's subscribers are never reported.
 //
 // Membership: the registry sends to the members its nameservice lists at the moment it handles
-// the publish (it reads the list at every publish), except itself. A client node (NodeEndpoint::client) has sessions with the listening members only, so
-// its registry skips the other clients: a client's publish reaches its own and the listening
-// members' subscribers, never another client's; a listening member's publish reaches every
-// member's subscribers, clients included. A node whose membership has not learnt of a new member
-// yet (etcd's watch lags a join) does not send to it. A registry without a nameservice serves
-// its own node only.
+// the publish (it reads the list at every publish), except itself, whether or not they have
+// subscribers of the topic (registries do not tell each other their topics). A client node
+// (NodeEndpoint::client) has sessions with the listening members only, so its registry skips the
+// other clients: a client's publish reaches its own and the listening members' subscribers,
+// never another client's; a listening member's publish reaches every member's subscribers,
+// clients included. A node whose membership has not learnt of a new member yet (etcd's watch
+// lags a join) does not send to it. A registry without a nameservice serves its own node only.
 //
 // Events must be serializable (EventPB, or any event with a wire form) to be published, even to
 // local subscribers only: every subscriber but one gets a copy made from the bytes (EventBytes

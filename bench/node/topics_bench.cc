@@ -207,8 +207,8 @@ void RunFanout(benchmark::State& state, TopicCluster& cluster, PublishFn publish
   }
   TopicCluster::WaitFor(delivered, delivered_before + published * kSubscribers);
   state.SetItemsProcessed(static_cast<int64_t>(published));
-  state.counters["deliveries/s"] = benchmark::Counter(
-      static_cast<double>(published) * kSubscribers, benchmark::Counter::kIsRate);
+  state.counters["deliveries/s"] = benchmark::Counter(static_cast<double>(published) * kSubscribers,
+                                                      benchmark::Counter::kIsRate);
   state.counters["wire_bytes_per_publish"] =
       static_cast<double>(cluster.BytesWritten() - bytes_before) / static_cast<double>(published);
 }
@@ -222,8 +222,12 @@ void BM_TopicFanout(benchmark::State& state) {
     }
   });
 }
-BENCHMARK(BM_TopicFanout)->ArgName("nodes")->Arg(1)->Arg(3)->UseRealTime()->Unit(
-    benchmark::kMicrosecond);
+BENCHMARK(BM_TopicFanout)
+    ->ArgName("nodes")
+    ->Arg(1)
+    ->Arg(3)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_DirectFanout(benchmark::State& state) {
   TopicCluster cluster(static_cast<int>(state.range(0)), /*subscribe=*/false);
@@ -235,8 +239,12 @@ void BM_DirectFanout(benchmark::State& state) {
     }
   });
 }
-BENCHMARK(BM_DirectFanout)->ArgName("nodes")->Arg(1)->Arg(3)->UseRealTime()->Unit(
-    benchmark::kMicrosecond);
+BENCHMARK(BM_DirectFanout)
+    ->ArgName("nodes")
+    ->Arg(1)
+    ->Arg(3)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace troupe::node

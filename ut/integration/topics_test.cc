@@ -4,6 +4,8 @@
 // troupe::node::Node started with StartNodeWithTopics, subscribers on each, publishers on two.
 // The suite starts its own etcd (/usr/bin/etcd, as etcd_test.cc does) on free loopback ports and
 // removes it at the end. Every wait is bounded.
+#include "node/topics.h"
+
 #include <unistd.h>
 
 #include <cstdint>
@@ -18,7 +20,6 @@
 
 #include "actors/actor_system.h"
 #include "node/node.h"
-#include "node/topics.h"
 #include "ut/integration/etcd_server.h"
 #include "ut/interconnect/ic_test_util.h"
 #include "ut/node/topics_test_util.h"
@@ -70,7 +71,9 @@ class TopicsClusterTest : public ::testing::Test {
     for (const std::unique_ptr<Node>& node : nodes) {
       for (const std::unique_ptr<Node>& peer : nodes) {
         if (!troupe::testutil::Eventually(
-                [&] { return node->interconnect()->nameservice()->Resolve(peer->id()).has_value(); },
+                [&] {
+                  return node->interconnect()->nameservice()->Resolve(peer->id()).has_value();
+                },
                 absl::Seconds(10))) {
           ADD_FAILURE() << "node " << node->id() << " never learned of node " << peer->id();
           return false;
@@ -114,7 +117,8 @@ TEST_F(TopicsClusterTest, EverySubscriberGetsEveryPublishOnceInOrderAndALeavingN
   ASSERT_TRUE(log.WaitForCount(Kind::kNews, 6 * 2 * kPerPublisher, absl::Seconds(20)));
   for (const auto& [node, actors] : subscribers) {
     for (const ActorId& subscriber : actors) {
-      EXPECT_TRUE(ReceivedInOrder(log, subscriber, {{first, kPerPublisher}, {second, kPerPublisher}}))
+      EXPECT_TRUE(
+          ReceivedInOrder(log, subscriber, {{first, kPerPublisher}, {second, kPerPublisher}}))
           << "on node " << node;
     }
   }
@@ -135,8 +139,7 @@ TEST_F(TopicsClusterTest, EverySubscriberGetsEveryPublishOnceInOrderAndALeavingN
   for (const auto& [node, actors] : subscribers) {
     for (const ActorId& subscriber : actors) {
       const uint64_t from_first = node == leaving ? kPerPublisher : kPerPublisher + 10;
-      EXPECT_TRUE(
-          ReceivedInOrder(log, subscriber, {{first, from_first}, {second, kPerPublisher}}))
+      EXPECT_TRUE(ReceivedInOrder(log, subscriber, {{first, from_first}, {second, kPerPublisher}}))
           << "on node " << node;
     }
   }

@@ -91,9 +91,9 @@ class TopicsTest : public ::testing::Test {
 
   // Tells `subscriber` to act, from its own node (EvDo is local).
   void Tell(const ActorId& subscriber, EvDo::Action action, const std::string& topic) {
-    runtime_->Send(std::make_unique<EventHandle>(subscriber, ActorId(),
-                                                 std::make_unique<EvDo>(action, topic)),
-                   subscriber.node_id());
+    runtime_->Send(
+        std::make_unique<EventHandle>(subscriber, ActorId(), std::make_unique<EvDo>(action, topic)),
+        subscriber.node_id());
   }
 
   // Makes `node` a member of nobody's table but its own (it left), or a member again.

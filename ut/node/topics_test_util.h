@@ -148,9 +148,8 @@ inline ::testing::AssertionResult ReceivedInOrder(
   for (const auto& [publisher, count] : expected) {
     const uint64_t first = first_seq.contains(publisher) ? first_seq.at(publisher) : 0;
     if (next[publisher] != first + count) {
-      return ::testing::AssertionFailure()
-             << actor << " got " << next[publisher] - first << " of " << count << " from "
-             << publisher;
+      return ::testing::AssertionFailure() << actor << " got " << next[publisher] - first << " of "
+                                           << count << " from " << publisher;
     }
   }
   return ::testing::AssertionSuccess();
