@@ -130,7 +130,7 @@ class TopicRegistry final : public Actor {
   // -- publishing -------------------------------------------------------------------------------
 
   void Publish(EventHandle& ev) {
-    EvTopicPublish* publish = ev.Get<EvTopicPublish>();
+    auto* publish = ev.Get<EvTopicPublish>();
     const ActorId publisher = ev.sender();
     if (publish->event == nullptr || !publish->event->IsSerializable()) {
       Refuse(ev, publish->event == nullptr ? 0 : publish->event->Type(), "no serializable event");
@@ -169,7 +169,7 @@ class TopicRegistry final : public Actor {
         Send(std::make_unique<EventHandle>(subscriber, publisher, std::move(publish->event),
                                            kNoFlags, 0, ActorId(), ev.trace_id()));
       } else {
-        Send(std::make_unique<EventHandle>(type, subscriber, publisher, std::string_view(body),
+        Send(std::make_unique<EventHandle>(type, subscriber, publisher, std::string_view{body},
                                            kNoFlags, 0, ActorId(), ev.trace_id()));
       }
     }
@@ -195,7 +195,7 @@ class TopicRegistry final : public Actor {
     }
     for (const ActorId& subscriber : topic->second) {
       Send(std::make_unique<EventHandle>(copy.event_type(), subscriber, ev->sender(),
-                                         std::string_view(copy.body())));
+                                         std::string_view{copy.body()}));
     }
   }
 
