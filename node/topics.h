@@ -38,12 +38,13 @@
 //   | leaves                        | starts with none. Others stop sending to a node once their |
 //   |                               | membership drops it                                        |
 // What is lost: a copy on its way to a node whose session ends (the node dies, is cut off, or
-// leaves) is lost for all of that node's subscribers; a node whose registry is missing drops it
-// (unknown service). Nothing is resent. A publisher that asks for it (PublishOptions::track)
-// learns of each such loss: EvUndelivered{reason, source_type = kEvTopicCopy, cookie = the node,
-// unsure} (events.h; LostCopyNode reads the node). A copy that was sent but whose fate is unknown
-// is reported with unsure = true: its subscribers may or may not have got it. Copies to the
-// publisher's own node's subscribers are never reported.
+// leaves) is lost for all of that node's subscribers; so is one the interconnect refuses
+// (kOverloaded: the link is slower than the publishers; kTooLarge), and one that reaches a node
+// whose registry is missing (kUnknownService). Nothing is resent. A publisher that asks for it
+// (PublishOptions::track) learns of each such loss: EvUndelivered{reason, source_type =
+// kEvTopicCopy, cookie = the node, unsure} (events.h; LostCopyNode reads the node). A copy that
+// was sent but whose fate is unknown is reported with unsure = true: its subscribers may or may
+// not have got it. Copies to the publisher's own node's subscribers are never reported.
 //
 // Membership: the registry sends to the members its nameservice lists at the moment it handles
 // the publish (it reads the list at every publish), except itself, whether or not they have
