@@ -447,7 +447,8 @@ TEST_F(TopicsTest, TheHeadersExampleRuns) {
   EXPECT_EQ(second, (std::vector<uint64_t>{1, 2, 3}));
 }
 
-// The helpers refuse what cannot work, and a registry refuses a subscriber of another node.
+// The helpers refuse what cannot work, a subscriber on a node without a registry hears so, and a
+// registry refuses a subscriber of another node.
 TEST_F(TopicsTest, RefusalsSayWhy) {
   Start(91, /*without_registry=*/3);
   const ActorId subscriber = Subscribe(1, {});
@@ -458,6 +459,12 @@ TEST_F(TopicsTest, RefusalsSayWhy) {
   EXPECT_TRUE(absl::IsInvalidArgument(
       Topics::Publish(runtime_->node(1), "t", std::make_unique<EvDo>(EvDo::Action::kEnd, ""))));
   EXPECT_TRUE(absl::IsFailedPrecondition(SetTopicsMembership(runtime_->node(3), nullptr)));
+  const ActorId stranded = Subscribe(3, {"t"});
+  runtime_->DispatchEvents();
+  const std::vector<TopicsEntry> unanswered = log_.Of(stranded, Kind::kUndelivered);
+  ASSERT_EQ(unanswered.size(), 1u) << "node 3 runs no registry";
+  EXPECT_EQ(unanswered[0].reason, UndeliveredReason::kUnknownService);
+  EXPECT_EQ(unanswered[0].seq, kEvTopicSubscribe);
 
   const ActorId edge = runtime_->AllocateEdgeActor(1);
   runtime_->Send(Topics::ServiceOn(2), std::make_unique<EvTopicSubscribe>("t"), edge);

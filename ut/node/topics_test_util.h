@@ -67,7 +67,8 @@ struct TopicsEntry {
   ActorId actor;
   Kind kind = Kind::kNews;
   std::string topic;
-  // kNews: the publisher and its seq. kUndelivered: the node the copy was lost to, and why.
+  // kNews: the publisher and its seq. kUndelivered: the node the copy was lost to, and why (for
+  // a Subscriber: its own node, with the lost request's type in seq).
   ActorId publisher;
   uint64_t seq = 0;
   NodeId lost_node = 0;
@@ -216,6 +217,7 @@ class Subscriber final : public Actor {
       TROUPE_HFUNC(EvTopicSubscribed, HandleSubscribed);
       TROUPE_HFUNC(EvTopicUnsubscribed, HandleUnsubscribed);
       TROUPE_HFUNC(EvDo, HandleDo);
+      TROUPE_HFUNC(EvUndelivered, HandleUndelivered);
       default:
         Unhandled(ev);
     }
@@ -249,6 +251,17 @@ class Subscriber final : public Actor {
   void HandleUnsubscribed(EventPtr<EvTopicUnsubscribed> ev) {
     EXPECT_TRUE(ev.Get()->ok()) << ev.Get()->error();
     Log(TopicsEntry::Kind::kUnsubscribed, ev.Get()->topic());
+  }
+
+  // A request its node's registry could not take (none runs there).
+  void HandleUndelivered(EventPtr<EvUndelivered> ev) {
+    log_->Add({.actor = SelfId(),
+               .kind = TopicsEntry::Kind::kUndelivered,
+               .topic = {},
+               .publisher = {},
+               .seq = ev.Get()->source_type,
+               .lost_node = SelfId().node_id(),
+               .reason = ev.Get()->reason});
   }
 
   void HandleDo(EventPtr<EvDo> ev) {
