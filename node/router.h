@@ -88,13 +88,14 @@
 //   troupe::node::RouterOptions options;
 //   options.policy = troupe::node::RoutingPolicy::kConsistentHash;
 //   options.key = [](troupe::EventHandle& ev) -> std::optional<std::string> {
-//     const auto* order = ev.Get<EvOrder>();
-//     return order == nullptr ? std::nullopt : std::optional<std::string>(order->record.user());
+//     const auto* order = ev.Get<EvOrder>();   // parses an order that came from another node
+//     return order == nullptr ? std::nullopt : std::optional<std::string>(order->record.text());
 //   };
 //   options.members = {worker_a, worker_b, worker_on_node_2};
 //   troupe::ActorId orders = system->Register(std::make_unique<troupe::node::Router>(options));
-//   system->Send(orders, std::make_unique<EvOrder>(...));   // to the owner of the order's user
-//   system->Send(orders, std::make_unique<troupe::node::EvRouterAdd>(std::vector{worker_c}));
+//   system->Send(orders, std::make_unique<EvOrder>("alice"));   // to the member owning "alice"
+//   system->Send(orders, std::make_unique<troupe::node::EvRouterAdd>(
+//                            std::vector<troupe::ActorId>{worker_c}));
 #pragma once
 
 #include <cstdint>

@@ -24,7 +24,9 @@
 #include "actors/testing/test_runtime.h"
 #include "ut/actors/test_events.pb.h"
 
-namespace troupe::node {
+// A namespace of its own: in a unity build this file shares a translation unit with the other
+// node tests, whose helpers may have the same names.
+namespace troupe::node::router_test {
 namespace {
 
 using ::troupe::testing::DispatchOptions;
@@ -36,6 +38,7 @@ enum : EventType {
   kEvRouterTestDone,
   kEvRouterTestLocal,
   kEvRouterTestTick,
+  kEvRouterTestOrder,
 };
 
 // A job: `seq` identifies it, `text` is its consistent-hashing key.
@@ -47,6 +50,11 @@ struct EvRouterTestJob final : EventPB<EvRouterTestJob, ut::TestPayload, kEvRout
   }
 };
 struct EvRouterTestDone final : EventPB<EvRouterTestDone, ut::TestPayload, kEvRouterTestDone> {};
+// The header example's order: its `text` is the user it belongs to.
+struct EvOrder final : EventPB<EvOrder, ut::TestPayload, kEvRouterTestOrder> {
+  EvOrder() = default;
+  explicit EvOrder(std::string user) { record.set_text(std::move(user)); }
+};
 struct EvRouterTestLocal final : EventLocal<EvRouterTestLocal, kEvRouterTestLocal> {};
 struct EvRouterTestTick final : EventLocal<EvRouterTestTick, kEvRouterTestTick> {};
 
@@ -68,6 +76,7 @@ class RouterTestWorker final : public Actor {
   TROUPE_STATE(StateWork) {
     switch (ev->type()) {
       TROUPE_HFUNC(EvRouterTestJob, Handle);
+      TROUPE_HFUNC(EvOrder, HandleOrder);
       TROUPE_IGNORE(kEvRouterTestLocal);
       default:
         Unhandled(ev);
@@ -84,6 +93,10 @@ class RouterTestWorker final : public Actor {
     if (stop_after_ != 0 && ++jobs_ == stop_after_) {
       PassAway();
     }
+  }
+
+  void HandleOrder(EventPtr<EvOrder> ev) {
+    tally_->by_key[ev.Get()->record.text()].insert(SelfId());
   }
 
   RouterTally* tally_;
@@ -380,6 +393,35 @@ TEST(RouterTest, SmallestMailboxSpreadsABurstOverRemoteMembersByEventsNotSeenHan
   EXPECT_TRUE(Reports(runtime, edge).empty());
 }
 
+TEST(RouterTest, TheHeaderExampleRoutesAnOrderByItsUser) {
+  TestRuntime runtime({.nodes = 2});
+  RouterTally tally;
+  ActorSystem* system = &runtime.node(1);
+  const ActorId worker_a = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 1);
+  const ActorId worker_b = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 1);
+  const ActorId worker_c = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 1);
+  const ActorId worker_on_node_2 = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 2);
+  // clang-format off
+  // [doc-example: node/router.h]
+  troupe::node::RouterOptions options;
+  options.policy = troupe::node::RoutingPolicy::kConsistentHash;
+  options.key = [](troupe::EventHandle& ev) -> std::optional<std::string> {
+    const auto* order = ev.Get<EvOrder>();   // parses an order that came from another node
+    return order == nullptr ? std::nullopt : std::optional<std::string>(order->record.text());
+  };
+  options.members = {worker_a, worker_b, worker_on_node_2};
+  troupe::ActorId orders = system->Register(std::make_unique<troupe::node::Router>(options));
+  system->Send(orders, std::make_unique<EvOrder>("alice"));   // to the member owning "alice"
+  system->Send(orders, std::make_unique<troupe::node::EvRouterAdd>(
+                           std::vector<troupe::ActorId>{worker_c}));
+  // [end doc-example]
+  // clang-format on
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  ASSERT_EQ(tally.by_key["alice"].size(), 1u);
+  EXPECT_EQ(MembersOf(runtime, orders),
+            (std::vector<ActorId>{worker_a, worker_b, worker_on_node_2, worker_c}));
+}
+
 // -- membership ---------------------------------------------------------------------------------
 
 TEST(RouterTest, MembersAreAddedAndRemovedAtRunTimeFromAnyNode) {
@@ -471,6 +513,93 @@ TEST(RouterTest, ALocalMemberThatEndsMidStreamHasItsEventsReRoutedNotLost) {
     EXPECT_EQ(tally.by_member[quitter].size(), 3u);
     EXPECT_EQ(MembersOf(runtime, router), (std::vector<ActorId>{members[0], members[1]}));
   }
+}
+
+TEST(RouterTest, TheLastLocalMemberEndingLeavesItsEventsReportedAsByAnEmptyRouter) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    TestRuntime runtime({.nodes = 1, .seed = seed});
+    RouterTally tally;
+    const ActorId only =
+        runtime.Register(std::make_unique<RouterTestWorker>(&tally, /*stop_after=*/3), 1);
+    const ActorId router = RegisterRouter(runtime, RoutingPolicy::kRoundRobin, {only});
+    const ActorId edge = runtime.AllocateEdgeActor(1);
+    SendJobs(runtime, router, edge, 10);
+    ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+    const auto reports = Reports(runtime, edge);
+    EXPECT_EQ(ExpectEachHandledOnceOrReported(tally, reports, 10), 7u);
+    for (const auto& [seq, report] : reports) {
+      EXPECT_EQ(report.first, UndeliveredReason::kNoRoute) << seq;
+      EXPECT_FALSE(report.second) << seq;
+    }
+  }
+}
+
+TEST(RouterTest, ABroadcastCopyALocalMemberNeverHandledIsReportedNotGivenToAnother) {
+  TestRuntime runtime({.nodes = 1});
+  RouterTally tally;
+  const ActorId steady = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 1);
+  const ActorId quitter =
+      runtime.Register(std::make_unique<RouterTestWorker>(&tally, /*stop_after=*/2), 1);
+  const ActorId router = RegisterRouter(runtime, RoutingPolicy::kBroadcast, {steady, quitter});
+  const ActorId edge = runtime.AllocateEdgeActor(1);
+  SendJobs(runtime, router, edge, 6);
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(tally.by_member[steady], (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(tally.by_member[quitter], (std::vector<uint64_t>{1, 2}));
+  // Jobs 3..6 reached the quitter's mailbox after it ended or sat in it: one sure report each
+  // (none for a copy routed after the router dropped it: that one was never sent).
+  const auto reports = Reports(runtime, edge);
+  for (const auto& [seq, report] : reports) {
+    EXPECT_GE(seq, 3u);
+    EXPECT_EQ(report.first, UndeliveredReason::kActorNotFound) << seq;
+    EXPECT_FALSE(report.second) << seq;
+  }
+  for (uint64_t seq = 3; seq <= 6; ++seq) {
+    EXPECT_LE(reports.count(seq), 1u) << seq;
+  }
+}
+
+TEST(RouterTest, AMemberThatNoLongerExistsIsDroppedNotFoundAndItsEventsReportedSure) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    TestRuntime runtime({.nodes = 2, .seed = seed, .latency = absl::Microseconds(100)});
+    RouterTally tally;
+    const ActorId gone = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 2);
+    runtime.Send(gone, std::make_unique<EvPoison>());
+    ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+    const ActorId alive = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 2);
+    const ActorId router = RegisterRouter(runtime, RoutingPolicy::kRoundRobin, {gone, alive});
+    const ActorId edge = runtime.AllocateEdgeActor(1);
+    SendJobs(runtime, router, edge, 10);
+    ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+    const auto reports = Reports(runtime, edge);
+    EXPECT_GE(ExpectEachHandledOnceOrReported(tally, reports, 10), 1u);
+    for (const auto& [seq, report] : reports) {
+      EXPECT_FALSE(report.second) << seq << ": routed after the watch found no actor";
+    }
+    EXPECT_EQ(MembersOf(runtime, router), (std::vector<ActorId>{alive}));
+  }
+}
+
+TEST(RouterTest, AMemberAddedBackWhileItsEventsAreOutstandingIsAMemberAgain) {
+  TestRuntime runtime({.nodes = 2, .latency = absl::Microseconds(100)});
+  RouterTally tally;
+  const std::vector<ActorId> members = Workers(runtime, &tally, 2, 2);
+  const ActorId router = RegisterRouter(runtime, RoutingPolicy::kRoundRobin, members);
+  const ActorId edge = runtime.AllocateEdgeActor(1);
+  SendJobs(runtime, router, edge, 4);
+  runtime.Send(router, std::make_unique<EvRouterRemove>(std::vector<ActorId>{members[0]}), edge);
+  runtime.Send(router, std::make_unique<EvRouterAdd>(std::vector<ActorId>{members[0]}), edge);
+  SendJobs(runtime, router, edge, 4, /*first=*/5);
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_TRUE(Reports(runtime, edge).empty());
+  EXPECT_EQ(tally.by_member[members[0]].size() + tally.by_member[members[1]].size(), 8u);
+  EXPECT_EQ(MembersOf(runtime, router), (std::vector<ActorId>{members[1], members[0]}));
+  // Still watched: its end now reports nothing (all seen handled) and drops it.
+  runtime.Send(members[0], std::make_unique<EvPoison>());
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(MembersOf(runtime, router), (std::vector<ActorId>{members[1]}));
 }
 
 TEST(RouterTest, ARemoteMemberThatEndsMidStreamHasItsEventsReportedUnsure) {
@@ -598,4 +727,4 @@ TEST(RouterTest, ARemovedRemoteMemberThatFinishesIsForgotten) {
 }
 
 }  // namespace
-}  // namespace troupe::node
+}  // namespace troupe::node::router_test
