@@ -55,14 +55,20 @@
 //   |                         | comes: still queued there, on the  | and node-left, else          |
 //   |                         | wire, lost with its node, or       | kActorNotFound), sure for    |
 //   |                         | handled just before the end        | not-found                    |
+//   | on another node         | given back by the link before the  | reported Undelivered         |
+//   |                         | member's end (refused: overloaded, | {kDisconnected}, unsure, at  |
+//   |                         | too large; the session ended)      | once                         |
 // "Reported" is delivery rule 3 (actors/node_hooks.h ReportUndelivered): EvUndelivered to a sender
 // that tracked the event (an unsure report also to one that asked kGenerateUnsureUndelivered),
 // else a dead letter. An event on another node is never re-routed: the router cannot tell one the
 // member never saw from one it handled while the acknowledgement was lost, so it reports it,
 // unsure, and the sender decides. Every routed event is thus handled once, or reported once, or
-// (unsure) both. Not covered: events held by a member suspended with ActorSystem::Suspend (a probe
-// passes them), and a router that ends: events it routed stay with their members, and losses
-// after that are the runtime's to report.
+// (unsure) both; "handled" means its handler ran (or threw). Not covered: events held by a member
+// suspended with ActorSystem::Suspend (a probe passes them), events that carry a forward target of
+// their own, and a router that ends: events it routed stay with their members, and losses after
+// that are the runtime's to report. The router keeps a record of 48 bytes per event routed to
+// another node until a probe covers it; each probe answer counts as one undelivered event in the
+// member node's counters.
 //
 // Removing a member (EvRouterRemove) stops routing to it; events already routed stay with it. A
 // member on another node stays watched and probed until every event routed to it is seen handled,
