@@ -21,6 +21,7 @@
 #include "actors/actor.h"
 #include "actors/actor_system.h"
 #include "actors/events.h"
+#include "actors/node_hooks.h"
 #include "actors/testing/test_runtime.h"
 #include "ut/actors/test_events.pb.h"
 
@@ -350,6 +351,23 @@ TEST(RouterTest, BroadcastGivesEveryMemberEachEventExactlyOnce) {
       edge, [](const EvUndelivered& lost, auto&) { return lost.cookie == 99; });
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->reason, UndeliveredReason::kNotSerializable);
+}
+
+TEST(RouterTest, IsMailboxIdleSeesQueuedEventsOfLocalActorsOnly) {
+  TestRuntime runtime({.nodes = 2});
+  RouterTally tally;
+  const ActorId worker = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 1);
+  const ActorId remote = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 2);
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  ActorSystem& node = runtime.node(1);
+  EXPECT_EQ(IsMailboxIdle(node, worker), std::optional<bool>(true));
+  runtime.Send(worker, std::make_unique<EvRouterTestJob>(1, "a"));
+  EXPECT_EQ(IsMailboxIdle(node, worker), std::optional<bool>(false));  // queued, not handled
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(IsMailboxIdle(node, worker), std::optional<bool>(true));
+  EXPECT_EQ(IsMailboxIdle(node, remote), std::nullopt);
+  EXPECT_EQ(IsMailboxIdle(node, ActorId()), std::nullopt);
+  EXPECT_EQ(IsMailboxIdle(node, ServiceId("svc")), std::nullopt);
 }
 
 TEST(RouterTest, SmallestMailboxPrefersTheIdleMember) {
