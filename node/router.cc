@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 
 #include "actors/actor_system.h"
 #include "actors/log.h"
@@ -19,6 +20,9 @@
 namespace troupe::node {
 
 namespace {
+
+// How long a removed member's failed probe waits before it is sent again.
+constexpr absl::Duration kProbeRetry = absl::Milliseconds(100);
 
 // splitmix64's finalizer: spreads FNV's weak low bits and the ids' structure over the ring.
 uint64_t RouterMix(uint64_t x) {
@@ -191,6 +195,13 @@ void Router::StateWork(EventHandlePtr& ev) {
         HandleProbeAnswer(*answer);
       }
       break;
+    case kEvWakeup:
+      // A probe to a removed member failed: nothing routed there will send the next one.
+      retry_scheduled_ = false;
+      for (Member& member : draining_) {
+        MaybeProbe(member);
+      }
+      break;
     default:
       // The runtime's and the interconnect's own notices (EvPoison, the session events that come
       // with watching members on other nodes) are the router's, never a member's.
@@ -352,6 +363,12 @@ void Router::HandleProbeAnswer(const EvUndelivered& answer) {
     // Only "no such actor" means the probe reached the head of the mailbox; any other reason (the
     // session failed, the link refused it) says nothing about the events before it.
     if (answer.reason != UndeliveredReason::kActorNotFound || answer.unsure) {
+      // A member still routed to gets its next probe with its next event; a removed one would
+      // wait for its end (a lost session brings that), so its probe is tried again later.
+      if (list == &draining_ && !retry_scheduled_) {
+        retry_scheduled_ = true;
+        ScheduleWakeup(kProbeRetry);
+      }
       return;
     }
     member.handled_seq = std::max(member.handled_seq, member.probe_seq);

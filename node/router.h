@@ -72,7 +72,7 @@
 //
 // Removing a member (EvRouterRemove) stops routing to it; events already routed stay with it. A
 // member on another node stays watched and probed until every event routed to it is seen handled,
-// so its end before that is still reported.
+// so its end before that is still reported (a probe that fails is sent again 100 ms later).
 //
 // Empty router: an event is reported Undelivered{kNoRoute} (to a tracking sender, else a dead
 // letter), never silently dropped.
@@ -274,6 +274,8 @@ class Router final : public Actor {
   std::vector<std::pair<uint64_t, size_t>> ring_;
   size_t next_ = 0;
   uint64_t next_probe_cookie_ = 1;
+  // A wakeup is due to probe removed members again (see HandleProbeAnswer).
+  bool retry_scheduled_ = false;
   // The forward targets (actors on this router's mailbox that hand returned events back to it)
   // reach the router through this cell, cleared when the router ends.
   std::shared_ptr<Router*> self_cell_;

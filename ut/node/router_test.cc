@@ -600,6 +600,31 @@ TEST(RouterTest, AMemberThatNoLongerExistsIsDroppedNotFoundAndItsEventsReportedS
   }
 }
 
+TEST(RouterTest, ARemovedMembersRefusedProbeIsSentAgainSoItIsForgotten) {
+  TestRuntime runtime({.nodes = 2, .latency = absl::Microseconds(100)});
+  RouterTally tally;
+  const ActorId leaving = runtime.Register(std::make_unique<RouterTestWorker>(&tally), 2);
+  const ActorId router = RegisterRouter(runtime, RoutingPolicy::kRoundRobin, {leaving});
+  int refused = 0;
+  runtime.AddObserver([&refused](NodeId, EventHandle& ev) {
+    if (ev.type() == kEvRouterProbe && refused == 0) {
+      ++refused;
+      return testing::Verdict::Drop(UndeliveredReason::kOverloaded);
+    }
+    return testing::Verdict::Pass();
+  });
+  const ActorId edge = runtime.AllocateEdgeActor(1);
+  SendJobs(runtime, router, edge, 3);
+  runtime.Send(router, std::make_unique<EvRouterRemove>(std::vector<ActorId>{leaving}), edge);
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(tally.by_member[leaving].size(), 3u);
+  // Seen handled by the second probe, so forgotten: its end reports nothing.
+  runtime.Send(leaving, std::make_unique<EvPoison>());
+  ASSERT_EQ(runtime.DispatchEvents(), DispatchResult::kIdle);
+  EXPECT_TRUE(Reports(runtime, edge).empty());
+}
+
 TEST(RouterTest, AMemberAddedBackWhileItsEventsAreOutstandingIsAMemberAgain) {
   TestRuntime runtime({.nodes = 2, .latency = absl::Microseconds(100)});
   RouterTally tally;
