@@ -22,7 +22,7 @@ namespace troupe::node {
 namespace {
 
 // How long a removed member's failed probe waits before it is sent again.
-constexpr absl::Duration kProbeRetry = absl::Milliseconds(100);
+constexpr absl::Duration kRouterProbeRetry = absl::Milliseconds(100);
 
 // splitmix64's finalizer: spreads FNV's weak low bits and the ids' structure over the ring.
 uint64_t RouterMix(uint64_t x) {
@@ -47,8 +47,8 @@ ActorId RouterProbeAddress(const ActorId& member) {
 
 namespace internal {
 
-void AppendMembers(const std::vector<ActorId>& members,
-                   google::protobuf::RepeatedPtrField<proto::ActorIdWire>* out) {
+void AppendRouterMembers(const std::vector<ActorId>& members,
+                         google::protobuf::RepeatedPtrField<proto::ActorIdWire>* out) {
   for (const ActorId& id : members) {
     proto::ActorIdWire* wire = out->Add();
     wire->set_local_id(id.local_id());
@@ -57,7 +57,8 @@ void AppendMembers(const std::vector<ActorId>& members,
   }
 }
 
-std::vector<ActorId> ReadMembers(const google::protobuf::RepeatedPtrField<proto::ActorIdWire>& in) {
+std::vector<ActorId> ReadRouterMembers(
+    const google::protobuf::RepeatedPtrField<proto::ActorIdWire>& in) {
   std::vector<ActorId> members;
   members.reserve(in.size());
   for (const proto::ActorIdWire& wire : in) {
@@ -367,7 +368,7 @@ void Router::HandleProbeAnswer(const EvUndelivered& answer) {
       // wait for its end (a lost session brings that), so its probe is tried again later.
       if (list == &draining_ && !retry_scheduled_) {
         retry_scheduled_ = true;
-        ScheduleWakeup(kProbeRetry);
+        ScheduleWakeup(kRouterProbeRetry);
       }
       return;
     }

@@ -135,27 +135,28 @@ static_assert(kEvRouterEnd - 1 < EventSpaceBegin(kClusterEventSpace) + 0x100,
 
 namespace internal {
 // Fills a RouterMembersChange or RouterMembers body.
-void AppendMembers(const std::vector<ActorId>& members,
-                   google::protobuf::RepeatedPtrField<proto::ActorIdWire>* out);
-std::vector<ActorId> ReadMembers(const google::protobuf::RepeatedPtrField<proto::ActorIdWire>& in);
+void AppendRouterMembers(const std::vector<ActorId>& members,
+                         google::protobuf::RepeatedPtrField<proto::ActorIdWire>* out);
+std::vector<ActorId> ReadRouterMembers(
+    const google::protobuf::RepeatedPtrField<proto::ActorIdWire>& in);
 }  // namespace internal
 
 // Adds members (an id already a member, an empty id or a service id is skipped).
 struct EvRouterAdd final : EventPB<EvRouterAdd, proto::RouterMembersChange, kEvRouterAdd> {
   EvRouterAdd() = default;
   explicit EvRouterAdd(const std::vector<ActorId>& members) {
-    internal::AppendMembers(members, record.mutable_members());
+    internal::AppendRouterMembers(members, record.mutable_members());
   }
-  std::vector<ActorId> members() const { return internal::ReadMembers(record.members()); }
+  std::vector<ActorId> members() const { return internal::ReadRouterMembers(record.members()); }
 };
 
 // Removes members (ids that are not members are skipped).
 struct EvRouterRemove final : EventPB<EvRouterRemove, proto::RouterMembersChange, kEvRouterRemove> {
   EvRouterRemove() = default;
   explicit EvRouterRemove(const std::vector<ActorId>& members) {
-    internal::AppendMembers(members, record.mutable_members());
+    internal::AppendRouterMembers(members, record.mutable_members());
   }
-  std::vector<ActorId> members() const { return internal::ReadMembers(record.members()); }
+  std::vector<ActorId> members() const { return internal::ReadRouterMembers(record.members()); }
 };
 
 // Asks for the current members; the router replies EvRouterMembers with the request's cookie.
@@ -167,9 +168,9 @@ struct EvRouterGetMembers final
 struct EvRouterMembers final : EventPB<EvRouterMembers, proto::RouterMembers, kEvRouterMembers> {
   EvRouterMembers() = default;
   explicit EvRouterMembers(const std::vector<ActorId>& members) {
-    internal::AppendMembers(members, record.mutable_members());
+    internal::AppendRouterMembers(members, record.mutable_members());
   }
-  std::vector<ActorId> members() const { return internal::ReadMembers(record.members()); }
+  std::vector<ActorId> members() const { return internal::ReadRouterMembers(record.members()); }
 };
 
 // The router's probe of a member's mailbox (see the file comment); never handled by anyone.
