@@ -16,12 +16,15 @@
 // Why: a router is one actor every event passes through, so its cost per event bounds the group's
 // throughput; these figures say how far below a direct send that bound is, locally and with the
 // workers one network hop away (where the router also keeps a record per event and probes).
+// probes_per_event: the probes the router sent through the workers' mailboxes per event (remote
+// workers only: each answered probe retires the records of the events before it).
 // Excluded: starting nodes and sessions, registering the router and workers (outside the timing).
 // Each node runs User and IC pools of one worker each, so the box's two vCPUs are shared by the
 // sending thread, the router, the workers and (remote) the proxies and Asio threads.
 //
 //   build/release/bench/node/router_bench
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -226,7 +229,12 @@ void RunRouter(benchmark::State& state, int nodes) {
         cluster.node(worker_node).Register(std::make_unique<RouterBenchWorker>(&handled)));
   }
   const ActorId router = cluster.node(1).Register(std::make_unique<Router>(std::move(options)));
+  const uint64_t before = cluster.node(worker_node).Counters().undelivered_events;
   Stream(state, cluster.node(1), handled, [&router](int64_t) { return router; });
+  // Each answered probe is one undelivered event on the workers' node (none when they are local).
+  const uint64_t probes = cluster.node(worker_node).Counters().undelivered_events - before;
+  state.counters["probes_per_event"] =
+      static_cast<double>(probes) / static_cast<double>(std::max<int64_t>(1, handled.load()));
 }
 
 void RunDirect(benchmark::State& state, int nodes) {
