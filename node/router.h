@@ -213,12 +213,12 @@ class Router final : public Actor {
   class Return;
   friend class Return;
   struct Record {
-    uint64_t seq;
+    uint64_t seq = 0;
     ActorId sender;
-    uint64_t cookie;
-    EventType type;
-    uint32_t flags;
-    uint64_t trace_id;
+    uint64_t cookie = 0;
+    EventType type = 0;
+    uint32_t flags = 0;
+    uint64_t trace_id = 0;
   };
   struct Member {
     ActorId id;

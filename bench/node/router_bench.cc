@@ -216,7 +216,7 @@ void Stream(benchmark::State& state, ActorSystem& from, const std::atomic<int64_
 void RunRouter(benchmark::State& state, int nodes) {
   RouterBenchCluster cluster(nodes);
   std::atomic<int64_t> handled{0};
-  const NodeId worker_node = static_cast<NodeId>(nodes);
+  const auto worker_node = static_cast<NodeId>(nodes);
   RouterOptions options;
   options.policy = PolicyOf(state.range(0));
   options.key = [](EventHandle& ev) -> std::optional<std::string> {

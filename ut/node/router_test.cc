@@ -70,7 +70,7 @@ struct RouterTally {
 // needed: the reply's sender says who), and ends after `stop_after` jobs (0: never).
 class RouterTestWorker final : public Actor {
  public:
-  RouterTestWorker(RouterTally* tally, uint32_t stop_after = 0)
+  explicit RouterTestWorker(RouterTally* tally, uint32_t stop_after = 0)
       : Actor(&RouterTestWorker::StateWork), tally_(tally), stop_after_(stop_after) {}
 
  private:
@@ -169,6 +169,7 @@ ActorId RegisterRouter(TestRuntime& runtime, RoutingPolicy policy, std::vector<A
 
 std::vector<ActorId> Workers(TestRuntime& runtime, RouterTally* tally, NodeId node, int count) {
   std::vector<ActorId> ids;
+  ids.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     ids.push_back(runtime.Register(std::make_unique<RouterTestWorker>(tally), node));
   }
