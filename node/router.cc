@@ -475,14 +475,11 @@ size_t Router::PickSmallest() {
   for (size_t step = 0; step < members_.size(); ++step) {
     const size_t index = (next_ + step) % members_.size();
     Member& member = members_[index];
-    if (member.local && IsMailboxIdle(*system(), member.id).value_or(false)) {
-      member.handled_seq = member.next_seq - 1;  // idle: whatever it was sent has been handled
+    const bool idle = member.local && IsMailboxIdle(*system(), member.id).value_or(false);
+    if (idle) {
+      member.handled_seq = member.next_seq - 1;  // whatever it was sent has been handled
     }
-    uint64_t score = 1 + 2 * (member.next_seq - 1 - member.handled_seq);
-    if (member.local && member.handled_seq + 1 == member.next_seq &&
-        IsMailboxIdle(*system(), member.id).value_or(false)) {
-      score = 0;
-    }
+    const uint64_t score = idle ? 0 : 1 + 2 * (member.next_seq - 1 - member.handled_seq);
     if (score < best_score) {
       best = index;
       best_score = score;
