@@ -150,6 +150,9 @@ Router::~Router() {
         }
       }
     }
+    for (const auto& [cookie, target] : retiring_) {
+      system()->Send(target, std::make_unique<EvPoison>());
+    }
   }
 }
 
@@ -296,12 +299,18 @@ void Router::Remove(const std::vector<ActorId>& ids) {
 }
 
 void Router::Forget(Member& member) {
-  if (!member.return_to.IsEmpty()) {
-    // Queued behind any event already returned to it, which then finds no member and is dropped:
-    // its member's records were reported or seen handled.
-    Send(member.return_to, std::make_unique<EvPoison>());
-    member.return_to = ActorId();
+  if (member.return_to.IsEmpty()) {
+    return;
   }
+  // Events the member's node drains from its mailbox after its EvTerminated are still on their
+  // way back, and would be dead letters if the forward target ended now. A last probe comes back
+  // behind them on the same link (or fails at once when the link is gone): its answer ends the
+  // target, and whatever reached the target before is dropped, its records already reported.
+  const uint64_t cookie = next_probe_cookie_++;
+  retiring_.emplace_back(cookie, member.return_to);
+  Send(std::make_unique<EventHandle>(RouterProbeAddress(member.id), SelfId(),
+                                     std::make_unique<EvRouterProbe>(), kTrackDelivery, cookie));
+  member.return_to = ActorId();
 }
 
 void Router::HandleTerminated(const EvTerminated& ended) {
@@ -352,6 +361,13 @@ void Router::ReportRecords(Member& member, UndeliveredReason reason, bool unsure
 }
 
 void Router::HandleProbeAnswer(const EvUndelivered& answer) {
+  for (auto it = retiring_.begin(); it != retiring_.end(); ++it) {
+    if (it->first == answer.cookie) {
+      Send(it->second, std::make_unique<EvPoison>());
+      retiring_.erase(it);
+      return;
+    }
+  }
   for (std::vector<Member>* list : {&members_, &draining_}) {
     auto it = std::find_if(list->begin(), list->end(), [&answer](const Member& member) {
       return member.probe_cookie == answer.cookie;

@@ -265,7 +265,7 @@ class Router final : public Actor {
   void Returned(EventHandlePtr ev, const ActorId& member);
   // Finds a member, or one being drained, by id (nullptr: neither).
   Member* Find(const ActorId& id);
-  // Forgets a remote member: ends its forward target.
+  // Forgets a remote member: ends its forward target once what its node sent back has arrived.
   void Forget(Member& member);
 
   RouterOptions options_;
@@ -275,6 +275,8 @@ class Router final : public Actor {
   std::vector<std::pair<uint64_t, size_t>> ring_;
   size_t next_ = 0;
   uint64_t next_probe_cookie_ = 1;
+  // Forward targets of forgotten members, each ended by the answer to its last probe (Forget).
+  std::vector<std::pair<uint64_t, ActorId>> retiring_;
   // A wakeup is due to probe removed members again (see HandleProbeAnswer).
   bool retry_scheduled_ = false;
   // The forward targets (actors on this router's mailbox that hand returned events back to it)

@@ -200,6 +200,15 @@ std::multimap<uint64_t, std::pair<UndeliveredReason, bool>> Reports(TestRuntime&
   return reports;
 }
 
+// Returns how many jobs `node` counted as dead letters (the router reported them all instead).
+uint64_t JobDeadLetters(TestRuntime& runtime, NodeId node) {
+  uint64_t dead = 0;
+  for (const DeadLetterCount& count : runtime.node(node).DeadLetterCounts()) {
+    dead += count.type == kEvRouterTestJob ? count.count : 0;
+  }
+  return dead;
+}
+
 // Sends jobs 1..count, tracked, with the seq as cookie, from `edge` to `router`.
 void SendJobs(TestRuntime& runtime, const ActorId& router, const ActorId& edge, uint64_t count,
               uint64_t first = 1) {
@@ -597,6 +606,7 @@ TEST(RouterTest, AMemberThatNoLongerExistsIsDroppedNotFoundAndItsEventsReportedS
     for (const auto& [seq, report] : reports) {
       EXPECT_FALSE(report.second) << seq << ": routed after the watch found no actor";
     }
+    EXPECT_EQ(JobDeadLetters(runtime, 1), 0u);
     EXPECT_EQ(MembersOf(runtime, router), (std::vector<ActorId>{alive}));
   }
 }
@@ -662,6 +672,8 @@ TEST(RouterTest, ARemoteMemberThatEndsMidStreamHasItsEventsReportedUnsure) {
     const auto reports = Reports(runtime, edge);
     const size_t reported = ExpectEachHandledOnceOrReported(tally, reports, 30);
     EXPECT_GE(reported, 1u) << "the quitter had 10 jobs and handled 3";
+    // What its node sent back after its end reached a live forward target, not the dead letters.
+    EXPECT_EQ(JobDeadLetters(runtime, 1), 0u);
     for (const auto& [seq, report] : reports) {
       EXPECT_TRUE(report.second) << seq;
       EXPECT_EQ(report.first, UndeliveredReason::kActorNotFound) << seq;
