@@ -2,6 +2,7 @@
 #include "actors/actor_system.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,20 @@ void RouteThroughRouter(ActorSystem& system, EventHandlePtr ev) {
 void ReportUndelivered(ActorSystem& system, EventHandlePtr ev, UndeliveredReason reason,
                        bool unsure) {
   internal::RuntimeOf(system)->Undeliverable(std::move(ev), reason, unsure);
+}
+
+std::optional<bool> IsMailboxIdle(ActorSystem& system, const ActorId& actor) {
+  if (actor.IsEmpty() || actor.IsService() ||
+      (actor.node_id() != 0 && actor.node_id() != system.node_id())) {
+    return std::nullopt;
+  }
+  // Slots live as long as the table (never freed while the node runs), so reading the state of
+  // one whose actor just ended is safe; it may describe the slot's next actor.
+  const internal::Mailbox* mailbox = internal::RuntimeOf(system)->mailboxes().Get(actor.hint());
+  if (mailbox == nullptr) {
+    return std::nullopt;
+  }
+  return mailbox->IsIdle();
 }
 
 absl::Status AttachIoPoller(ActorSystem& system, std::string_view pool, IoPoller* poller) {

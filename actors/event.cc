@@ -164,6 +164,12 @@ void EventHandle::set_trace_id(uint64_t trace_id) {
   }
 }
 
+void EventHandle::set_forward_to(ActorId forward_to) {
+  if (!forward_to.IsEmpty() || extras() != nullptr) {
+    MutableExtras().forward_to = forward_to;
+  }
+}
+
 std::unique_ptr<EventBase> EventHandle::ReleaseBase() {
   void*& word = body();
   EventBase* event = EventOf(word);

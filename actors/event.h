@@ -283,6 +283,9 @@ class EventHandle : public internal::MailboxNode, public internal::SmallPooled {
   void set_recipient(ActorId recipient) { recipient_ = recipient; }
   // Sets the trace id (see "trace ids" in log.h; 0: none).
   void set_trace_id(uint64_t trace_id);
+  // Sets the forward target that kForwardOnNondelivery sends the event to (empty: none). A
+  // relay that passes events on (a router) sets it to learn of the ones its next hop cannot take.
+  void set_forward_to(ActorId forward_to);
   void set_flags(uint32_t flags) { flags_ = flags; }
 
   // -- body ----------------------------------------------------------------------------------

@@ -16,6 +16,8 @@
 //   | ReportUndelivered    | apply delivery rule 3 to an event the extension cannot deliver:   |
 //   |                      | forward target, else Undelivered to a tracking sender, else drop  |
 //   |                      | and count                                                         |
+//   | IsMailboxIdle        | tell whether a local actor's mailbox has work (a load hint for    |
+//   |                      | routers choosing the least busy of several actors)                |
 //   | IoPoller             | an I/O loop run by a pool's idle workers instead of a thread of   |
 //   | AttachIoPoller       | its own (the TCP transport's): bytes that arrive wake the worker  |
 //   | DetachIoPoller       | that will run their actors, with no hand-off between threads      |
@@ -44,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,6 +89,15 @@ void RouteThroughRouter(ActorSystem& system, EventHandlePtr ev);
 // sender that tracked it or asked for kGenerateUnsureUndelivered.
 void ReportUndelivered(ActorSystem& system, EventHandlePtr ev, UndeliveredReason reason,
                        bool unsure = false);
+
+// Returns true when the mailbox of `actor`, an actor of `system`'s node, is idle: no event queued
+// in it (for it or for an actor sharing its mailbox) and none being handled; false when it has
+// work. nullopt for an empty id, a service id, an id of another node, or a mailbox slot that was
+// never handed out. A snapshot, stale as soon as it is read, and a hint only: after the actor
+// ended its slot may serve another actor. The mailbox keeps no count of its events (counting
+// would cost every send an atomic), so this is the load a caller can see for free: one acquire
+// load.
+std::optional<bool> IsMailboxIdle(ActorSystem& system, const ActorId& actor);
 
 // An I/O event loop (an Asio io_context, an epoll set) that the workers of one pool run instead
 // of a thread of its own. A worker of the pool that runs out of mailboxes polls it while it spins
