@@ -29,12 +29,18 @@
 // The entity keeps its state across these only through Save and Load, on storage of the user's
 // choosing: what an entity holds and did not save is lost when its node dies.
 //
-// Hand-off barrier: when a region's view changes to V it stops every entity it does not own under
-// V, then sends Ack(V) to every member of V; a region with Ack(V) from every member sends Ready(V)
-// to every member; a region creates entities under V only once it has Ready(V) from every member
-// (entities it kept across the change continue meanwhile; events for keys it may not create yet
-// are buffered). Every event carries the epoch of the region that first took it, and a buffer is
-// delivered sorted by it.
+// Hand-off barrier: when a region's view changes to V it tells the members of its old and new view
+// that it moved, stops every entity it does not own under V (Save), then sends Ack(V) to every
+// member of V; a region with Ack(V) from every member sends Ready(V) to every member; a region
+// creates entities under V only once it has Ready(V) from every member (entities it kept across
+// the change continue meanwhile; events for keys it may not create yet are buffered). Only a
+// peer's latest word counts, so an answer from an earlier visit to the same view is never reused.
+// A region forwards an event to the key's owner only once that owner acked the region's view (or
+// the barrier completed): views that disagree hold events rather than pass them back and forth.
+// Every event carries the view epoch of the region that first took it, and a buffer is delivered
+// sorted by it, which keeps each sender's order across stale forwards. A member without a region
+// of the kind (Undelivered{kUnknownService} to the barrier) counts as having answered: it holds
+// no entity.
 //
 // Guarantees, exactly:
 //   - Per (sender, key) order: events one actor sends to one key are handled in send order, across
@@ -61,9 +67,11 @@
 //     answered. A cut-off member can then still hold a live incarnation of a key another node
 //     creates, and events it forwards late can come after newer ones.
 //   - Events sent from a node without a region for the kind are refused at once
-//     (Undelivered{kUnknownService} to a tracking sender). An entity that ends itself (PassAway,
-//     EvPoison, an exception) loses the events queued for it (reported to tracking senders); the
-//     next event creates it again. Use Passivate() to end without losing any.
+//     (Undelivered{kUnknownService, source_type kEvShardLocal} to a tracking sender). On a running
+//     Node, start the region right after Node::Start (the nameservice exists then); peers treat it
+//     as absent until it speaks, which is safe because it holds nothing. An entity that ends itself
+//     (PassAway, EvPoison, an exception) loses the events queued for it (reported to tracking
+//     senders); the next event creates it again. Use Passivate() to end without losing any.
 //   - A Save that fails is the entity's own business: the region does not retry it.
 //
 // Leaving gracefully: call ShardRegionLeave (or send EvShardLeave) for every kind the node hosts,
@@ -90,7 +98,7 @@
 //           Unhandled(ev);
 //       }
 //     }
-//     void Handle(troupe::EventPtr<EvAdd> ev) { total_ += ev->record.value(); }
+//     void Handle(troupe::EventPtr<EvAdd> ev) { total_ += ev.Get()->record.value(); }
 //     int64_t total_ = 0;
 //   };
 //
@@ -265,8 +273,7 @@ void SendToEntity(ActorSystem& system, std::string_view kind, std::string_view k
                   uint32_t flags = kNoFlags, uint64_t cookie = 0);
 // The same from inside an actor's handler, with that actor as sender.
 void SendToEntity(const Actor& self, std::string_view kind, std::string_view key,
-                  std::unique_ptr<EventBase> event, uint32_t flags = kNoFlags,
-                  uint64_t cookie = 0);
+                  std::unique_ptr<EventBase> event, uint32_t flags = kNoFlags, uint64_t cookie = 0);
 
 // -- leaving and introspection --------------------------------------------------------------------
 
