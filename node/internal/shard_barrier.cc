@@ -81,6 +81,8 @@ void ShardRegion::RecomputeView() {
   forced_ = false;
   held_for_absent_ = false;
   release_absent_ = false;
+  leave_probe_sent_ = false;
+  leave_probe_waiting_.clear();
   TROUPE_LOG(kDebug, kActors) << "shard " << kind_ << ": view " << view_.hash << " with "
                               << view_.hosts.size() << " hosts, epoch " << epoch_;
   // Phase 1: stop every entity the view gives away; send on what waits for keys that moved.
@@ -119,6 +121,11 @@ bool ShardRegion::HasAck(NodeId node) const {
   auto it = peers_.find(node);
   return it != peers_.end() &&
          (it->second.absent || (it->second.view == view_.hash && it->second.acked));
+}
+
+bool ShardRegion::HasAbsentRegion(NodeId node) const {
+  auto it = peers_.find(node);
+  return it != peers_.end() && it->second.absent;
 }
 
 bool ShardRegion::HasReady(NodeId node) const {
@@ -182,12 +189,28 @@ void ShardRegion::TryAdvance() {
     RerouteIdle();
   }
   if (leaving_ && active_ && keys_.empty() && !leave_requester_.IsEmpty()) {
-    auto left = std::make_unique<EvShardLeft>();
-    left->record.set_stopped(leave_stopped_);
-    Send(leave_requester_, std::move(left), kNoFlags, leave_cookie_);
-    leave_requester_ = ActorId();
+    // What this region forwarded may still be on its way: repeat the ack, which every member
+    // answers after what came before it on the same link, and answer the leave once all have.
+    if (!leave_probe_sent_) {
+      leave_probe_sent_ = true;
+      leave_probe_since_ = Now();
+      leave_probe_waiting_.clear();
+      for (NodeId node : view_.members) {
+        if (node != self_node_ && !HasAbsentRegion(node)) {
+          leave_probe_waiting_.insert(node);
+          SendBarrier(node, /*ready=*/false, view_.hash);
+        }
+      }
+    }
+    if (leave_probe_waiting_.empty() ||
+        Now() - leave_probe_since_ >= options_.unanswered_member_timeout) {
+      auto left = std::make_unique<EvShardLeft>();
+      left->record.set_stopped(leave_stopped_);
+      Send(leave_requester_, std::move(left), kNoFlags, leave_cookie_);
+      leave_requester_ = ActorId();
+    }
   }
-  if (!active_ || held_for_absent_) {
+  if (!active_ || held_for_absent_ || !leave_requester_.IsEmpty()) {
     ScheduleBarrierTick();
   }
 }
@@ -287,6 +310,9 @@ void ShardRegion::HandleBarrier(EventHandlePtr& ev, bool ready) {
   if (view != view_.hash) {
     return;
   }
+  if (record->answer()) {
+    leave_probe_waiting_.erase(node);
+  }
   ReleaseHeldFor(node);
   const bool member =
       std::find(view_.members.begin(), view_.members.end(), node) != view_.members.end();
@@ -344,8 +370,13 @@ void ShardRegion::ScheduleBarrierTick() {
 }
 
 void ShardRegion::BarrierTick() {
-  if (active_ && !held_for_absent_) {
+  if (active_ && !held_for_absent_ && leave_requester_.IsEmpty()) {
     return;
+  }
+  if (active_ && leave_probe_sent_) {
+    for (NodeId node : leave_probe_waiting_) {
+      SendBarrier(node, /*ready=*/false, view_.hash);
+    }
   }
   if (Now() - view_since_ >= options_.unanswered_member_timeout) {
     if (!forced_ && !active_) {

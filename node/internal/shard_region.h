@@ -131,6 +131,7 @@ class ShardRegion final : public Actor {
   void ScheduleBarrierTick();
   bool HasAck(NodeId node) const;
   bool HasReady(NodeId node) const;
+  bool HasAbsentRegion(NodeId node) const;
   bool Complete(bool ready) const;
 
   const std::string kind_;
@@ -165,6 +166,10 @@ class ShardRegion final : public Actor {
   ActorId leave_requester_;
   uint64_t leave_cookie_ = 0;
   uint64_t leave_stopped_ = 0;
+  // The last round of a leave: members that have not answered the repeated ack yet.
+  bool leave_probe_sent_ = false;
+  absl::Time leave_probe_since_;
+  absl::flat_hash_set<NodeId> leave_probe_waiting_;
 
   uint64_t activations_ = 0;
   uint64_t passivations_ = 0;
