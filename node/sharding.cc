@@ -89,15 +89,17 @@ absl::StatusOr<ActorId> StartShardRegion(ActorSystem& system, std::string_view k
     return absl::InvalidArgumentError("a shard kind must not be empty");
   }
   if (nameservice == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("shard kind ", std::string(kind), ": no nameservice"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard kind ", std::string(kind), ": no nameservice"));
   }
   if (options.max_hops == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("shard kind ", std::string(kind), ": max_hops is 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard kind ", std::string(kind), ": max_hops is 0"));
   }
   const ActorId service = ShardRegionId(kind);
   if (!system.LookupService(service).IsEmpty()) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("shard kind ", std::string(kind), " already has a region on node ", system.node_id()));
+    return absl::AlreadyExistsError(absl::StrCat(
+        "shard kind ", std::string(kind), " already has a region on node ", system.node_id()));
   }
   absl::StatusOr<ActorId> region = system.TryRegister(std::make_unique<internal::ShardRegion>(
       std::string(kind), std::move(nameservice), std::move(factory), std::move(options)));

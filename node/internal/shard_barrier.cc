@@ -28,8 +28,7 @@ bool ShardIsUnregistered(UndeliveredReason reason) {
 
 }  // namespace
 
-// -- views
-// -----------------------------------------------------------------------------------------
+// -- views ----------------------------------------------------------------------------------------
 
 ShardView ShardRegion::ReadView() const {
   ShardView view;
@@ -87,8 +86,10 @@ void ShardRegion::RecomputeView() {
                               << view_.hosts.size() << " hosts, epoch " << epoch_;
   // Phase 1: stop every entity the view gives away; send on what waits for keys that moved.
   foreign_live_ = 0;
+  // In key order, not the hash map's (seeded per process): a test seed then fixes the run.
   std::vector<std::string> moved;
-  for (auto& [key, entry] : keys_) {
+  std::vector<std::string> to_stop;
+  for (const auto& [key, entry] : keys_) {
     if (Owner(key) == self_node_) {
       continue;
     }
@@ -98,21 +99,25 @@ void ShardRegion::RecomputeView() {
     }
     ++foreign_live_;
     if (entry.state == KeyState::kLive) {
-      ++handoffs_;
-      if (leaving_) {
-        ++leave_stopped_;
-      }
-      StopEntity(entry);
+      to_stop.push_back(key);
     }
   }
+  std::sort(to_stop.begin(), to_stop.end());
+  for (const std::string& key : to_stop) {
+    ++handoffs_;
+    if (leaving_) {
+      ++leave_stopped_;
+    }
+    StopEntity(keys_[key]);
+  }
+  std::sort(moved.begin(), moved.end());
   for (const std::string& key : moved) {
     RerouteBuffer(key);
   }
   TryAdvance();
 }
 
-// -- the barrier
-// -----------------------------------------------------------------------------------
+// -- the barrier ----------------------------------------------------------------------------------
 
 bool ShardRegion::HasAck(NodeId node) const {
   if (node == self_node_) {
@@ -155,6 +160,7 @@ void ShardRegion::RerouteIdle() {
       waiting.push_back(key);
     }
   }
+  std::sort(waiting.begin(), waiting.end());
   for (const std::string& key : waiting) {
     RerouteBuffer(key);
   }
@@ -215,8 +221,7 @@ void ShardRegion::TryAdvance() {
   }
 }
 
-void ShardRegion::SendBarrier(NodeId node, bool ready, uint64_t view, bool pending,
-                              bool answer) {
+void ShardRegion::SendBarrier(NodeId node, bool ready, uint64_t view, bool pending, bool answer) {
   if (node == self_node_) {
     return;
   }
@@ -413,8 +418,7 @@ void ShardRegion::BarrierTick() {
   TryAdvance();
 }
 
-// -- leaving
-// ---------------------------------------------------------------------------------------
+// -- leaving --------------------------------------------------------------------------------------
 
 void ShardRegion::HandleLeave(EventHandlePtr& ev) {
   leave_requester_ = ev->sender();

@@ -31,8 +31,7 @@ ShardRegion::ShardRegion(std::string kind, std::shared_ptr<interconnect::Nameser
       factory_(std::move(factory)),
       options_(std::move(options)) {}
 
-// -- lifecycle
-// -------------------------------------------------------------------------------------
+// -- lifecycle ------------------------------------------------------------------------------------
 
 void ShardRegion::Bootstrap() {
   self_node_ = SelfId().node_id();
@@ -98,8 +97,7 @@ void ShardRegion::StateWork(EventHandlePtr& ev) {
   }
 }
 
-// -- routing
-// ---------------------------------------------------------------------------------------
+// -- routing --------------------------------------------------------------------------------------
 
 void ShardRegion::HandleLocal(EventHandlePtr& ev) {
   auto* local = ev->Get<EvShardLocal>();
@@ -309,6 +307,7 @@ void ShardRegion::ReleaseHeldFor(NodeId owner) {
       held.push_back(key);
     }
   }
+  std::sort(held.begin(), held.end());
   for (const std::string& key : held) {
     RerouteBuffer(key);
   }
@@ -354,16 +353,21 @@ void ShardRegion::HandlePassivateRequest(EventHandlePtr& ev) {
 void ShardRegion::PassivateIdle() {
   const absl::Time now = Now();
   bool any_live = false;
-  for (auto& [key, entry] : keys_) {
+  std::vector<std::string> idle;
+  for (const auto& [key, entry] : keys_) {
     if (entry.state != KeyState::kLive) {
       continue;
     }
     if (now - entry.last_event >= options_.passivate_after) {
-      ++passivations_;
-      StopEntity(entry);
+      idle.push_back(key);
     } else {
       any_live = true;
     }
+  }
+  std::sort(idle.begin(), idle.end());
+  for (const std::string& key : idle) {
+    ++passivations_;
+    StopEntity(keys_[key]);
   }
   if (any_live && !passivate_tick_scheduled_) {
     passivate_tick_scheduled_ = true;

@@ -70,6 +70,8 @@ struct World {
   uint64_t double_incarnations = 0;
   uint64_t loads = 0;
   uint64_t saves = 0;
+  // How long a Save takes (DelayStop, then FinishStop that much later): zero saves at once.
+  absl::Duration save_delay = absl::ZeroDuration();
   // Set by the test: true while every node's table is the same (checked at each start).
   std::function<bool()> views_agree = [] { return true; };
 };
@@ -103,10 +105,18 @@ class TestEntity final : public ShardedEntity {
   void Save() override {
     ++world_->saves;
     world_->store[key()] = count_;
+    if (world_->save_delay > absl::ZeroDuration()) {
+      // A store that confirms the write later: the entity ends only then.
+      DelayStop();
+      ScheduleWakeup(world_->save_delay);
+    }
   }
   TROUPE_STATE(StateWork) {
     switch (ev->type()) {
       TROUPE_HFUNC(EvWork, Handle);
+      case kEvWakeup:
+        FinishStop();
+        break;
       default:
         Unhandled(ev);
     }
