@@ -86,7 +86,7 @@
 //
 //   class Counter : public troupe::node::ShardedEntity {
 //    public:
-//     Counter() : ShardedEntity(&Counter::StateWork) {}
+//     explicit Counter(Store* store) : ShardedEntity(&Counter::StateWork), store_(store) {}
 //
 //    private:
 //     void Load() override { total_ = store_->Get(key()); }
@@ -99,12 +99,15 @@
 //       }
 //     }
 //     void Handle(troupe::EventPtr<EvAdd> ev) { total_ += ev.Get()->record.value(); }
+//     Store* store_;
 //     int64_t total_ = 0;
 //   };
 //
-//   // On every hosting node (node.interconnect()->nameservice() is the membership):
-//   troupe::node::StartShardRegion(system, "counter", names,
-//                                  [](std::string_view) { return std::make_unique<Counter>(); });
+//   // On every hosting node, right after Node::Start (node->interconnect()->nameservice() is
+//   // the membership):
+//   absl::StatusOr<troupe::ActorId> region = troupe::node::StartShardRegion(
+//       system, "counter", names,
+//       [&store](std::string_view) { return std::make_unique<Counter>(&store); });
 //   // Anywhere:
 //   troupe::node::SendToEntity(system, "counter", "user-42", std::make_unique<EvAdd>(5));
 #pragma once

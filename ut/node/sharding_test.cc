@@ -18,7 +18,7 @@
 namespace troupe::node::sharding_test {
 namespace {
 
-std::vector<ShardHost> Hosts(const std::vector<NodeId>& nodes) {
+std::vector<ShardHost> ShardHostsOf(const std::vector<NodeId>& nodes) {
   std::vector<ShardHost> hosts;
   for (NodeId node : nodes) {
     hosts.push_back({.node = node, .weight = 1});
@@ -26,10 +26,10 @@ std::vector<ShardHost> Hosts(const std::vector<NodeId>& nodes) {
   return hosts;
 }
 
-std::string Key(int i) { return absl::StrCat("key-", i); }
+std::string ShardKey(int i) { return absl::StrCat("key-", i); }
 
 // Dispatches until every seq in [first, last] was acked or reported (bounded).
-void SettleSeqs(ShardCluster& cluster, uint64_t first, uint64_t last) {
+void ShardSettle(ShardCluster& cluster, uint64_t first, uint64_t last) {
   World& world = cluster.world();
   EXPECT_TRUE(cluster.runtime().DispatchUntil(
       [&] {
@@ -45,7 +45,7 @@ void SettleSeqs(ShardCluster& cluster, uint64_t first, uint64_t last) {
 }
 
 // Every seq in [first, last] handled exactly once, acked once and never reported.
-void ExpectExactlyOnce(ShardCluster& cluster, uint64_t first, uint64_t last) {
+void ShardExpectExactlyOnce(ShardCluster& cluster, uint64_t first, uint64_t last) {
   World& world = cluster.world();
   for (uint64_t seq = first; seq <= last; ++seq) {
     EXPECT_EQ(world.handled[seq], 1) << "seq " << seq;
@@ -63,8 +63,8 @@ TEST(ShardPlacementTest, SpreadsKeysByWeight) {
   const std::vector<ShardHost> weighted_hosts = {
       {.node = 1, .weight = 1}, {.node = 2, .weight = 2}, {.node = 3, .weight = 1}};
   for (int i = 0; i < 12000; ++i) {
-    ++equal[ShardOwner(Key(i), Hosts({1, 2, 3}))];
-    ++weighted[ShardOwner(Key(i), weighted_hosts)];
+    ++equal[ShardOwner(ShardKey(i), ShardHostsOf({1, 2, 3}))];
+    ++weighted[ShardOwner(ShardKey(i), weighted_hosts)];
   }
   for (NodeId node : {1u, 2u, 3u}) {
     EXPECT_NEAR(equal[node], 4000, 300) << "node " << node;
@@ -80,8 +80,8 @@ TEST(ShardPlacementTest, SpreadsKeysByWeight) {
 TEST(ShardPlacementTest, JoinMovesOnlyTheNewHostsShare) {
   int moved = 0;
   for (int i = 0; i < 12000; ++i) {
-    const NodeId before = ShardOwner(Key(i), Hosts({1, 2, 3}));
-    const NodeId after = ShardOwner(Key(i), Hosts({1, 2, 3, 4}));
+    const NodeId before = ShardOwner(ShardKey(i), ShardHostsOf({1, 2, 3}));
+    const NodeId after = ShardOwner(ShardKey(i), ShardHostsOf({1, 2, 3, 4}));
     if (before != after) {
       ++moved;
       EXPECT_EQ(after, 4u) << "a key moved between two old hosts";
@@ -104,13 +104,14 @@ TEST(ShardingTest, CreatesOnFirstEventOnTheOwner) {
   ShardCluster cluster(3, {1, 2, 3}, /*seed=*/1);
   World& world = cluster.world();
   for (int i = 0; i < 30; ++i) {
-    cluster.SendWork(1 + i % 3, Key(i), 1 + i);
+    cluster.SendWork(1 + i % 3, ShardKey(i), 1 + i);
   }
-  SettleSeqs(cluster, 1, 30);
-  ExpectExactlyOnce(cluster, 1, 30);
+  ShardSettle(cluster, 1, 30);
+  ShardExpectExactlyOnce(cluster, 1, 30);
   uint64_t live = 0;
   for (int i = 0; i < 30; ++i) {
-    EXPECT_EQ(cluster.LiveNode(Key(i)), ShardOwner(Key(i), Hosts({1, 2, 3}))) << Key(i);
+    EXPECT_EQ(cluster.LiveNode(ShardKey(i)), ShardOwner(ShardKey(i), ShardHostsOf({1, 2, 3})))
+        << ShardKey(i);
   }
   for (NodeId node = 1; node <= 3; ++node) {
     const proto::ShardStats stats = cluster.Stats(node, /*with_keys=*/true);
@@ -131,7 +132,7 @@ TEST(ShardingTest, PassivatesWhenIdleAndLoadsAgain) {
   for (uint64_t seq = 1; seq <= 3; ++seq) {
     cluster.SendWork(1, "cart", seq);
   }
-  SettleSeqs(cluster, 1, 3);
+  ShardSettle(cluster, 1, 3);
   EXPECT_EQ(cluster.LiveCount("cart"), 1u);
   ASSERT_TRUE(cluster.runtime().AdvanceTime(absl::Seconds(5)));
   EXPECT_EQ(cluster.LiveCount("cart"), 0u);
@@ -146,7 +147,7 @@ TEST(ShardingTest, PassivatesWhenIdleAndLoadsAgain) {
   ASSERT_TRUE(done);
   EXPECT_EQ(done->record.values(0), 4u);
   EXPECT_EQ(world.loads, 2u);
-  EXPECT_EQ(cluster.Stats(ShardOwner("cart", Hosts({1, 2}))).passivations(), 1u);
+  EXPECT_EQ(cluster.Stats(ShardOwner("cart", ShardHostsOf({1, 2}))).passivations(), 1u);
 }
 
 TEST(ShardingTest, EventsDuringPassivationGoToTheNextIncarnation) {
@@ -162,8 +163,8 @@ TEST(ShardingTest, EventsDuringPassivationGoToTheNextIncarnation) {
     }
     ASSERT_TRUE(cluster.runtime().AdvanceTime(absl::Milliseconds(400 + 37 * (burst % 17))));
   }
-  SettleSeqs(cluster, 1, seq);
-  ExpectExactlyOnce(cluster, 1, seq);
+  ShardSettle(cluster, 1, seq);
+  ShardExpectExactlyOnce(cluster, 1, seq);
   ASSERT_TRUE(cluster.runtime().AdvanceTime(absl::Seconds(3)));
   EXPECT_EQ(world.store["cart"], static_cast<int64_t>(seq));
   EXPECT_GT(world.loads, 1u);
@@ -179,30 +180,30 @@ TEST(ShardingTest, JoinMovesKeysWithTheirState) {
   constexpr int kKeys = 60;
   uint64_t seq = 0;
   for (int i = 0; i < kKeys; ++i) {
-    cluster.SendWork(1 + i % 4, Key(i), ++seq);
+    cluster.SendWork(1 + i % 4, ShardKey(i), ++seq);
   }
-  SettleSeqs(cluster, 1, seq);
+  ShardSettle(cluster, 1, seq);
   std::map<std::string, NodeId> before;
   for (int i = 0; i < kKeys; ++i) {
-    before[Key(i)] = cluster.LiveNode(Key(i));
+    before[ShardKey(i)] = cluster.LiveNode(ShardKey(i));
   }
   const uint64_t loads_before = world.loads;
   // Node 4 joins while events keep coming from every node.
   cluster.Join(4);
   for (int round = 0; round < 5; ++round) {
     for (int i = 0; i < kKeys; ++i) {
-      cluster.SendWork(1 + (i + round) % 4, Key(i), ++seq);
+      cluster.SendWork(1 + (i + round) % 4, ShardKey(i), ++seq);
     }
     ASSERT_TRUE(cluster.runtime().AdvanceTime(absl::Milliseconds(3)));
   }
-  SettleSeqs(cluster, 1, seq);
-  ExpectExactlyOnce(cluster, 1, seq);
+  ShardSettle(cluster, 1, seq);
+  ShardExpectExactlyOnce(cluster, 1, seq);
   EXPECT_EQ(world.order_violations, 0u);
   int moved = 0;
   for (int i = 0; i < kKeys; ++i) {
-    const NodeId owner = ShardOwner(Key(i), Hosts({1, 2, 3, 4}));
-    EXPECT_EQ(cluster.LiveNode(Key(i)), owner) << Key(i);
-    if (owner != before[Key(i)]) {
+    const NodeId owner = ShardOwner(ShardKey(i), ShardHostsOf({1, 2, 3, 4}));
+    EXPECT_EQ(cluster.LiveNode(ShardKey(i)), owner) << ShardKey(i);
+    if (owner != before[ShardKey(i)]) {
       EXPECT_EQ(owner, 4u);
       ++moved;
     }
@@ -215,10 +216,10 @@ TEST(ShardingTest, JoinMovesKeysWithTheirState) {
   for (int i = 0; i < kKeys; ++i) {
     auto work = std::make_unique<EvWork>();
     work->record.set_seq(++seq);
-    SendToEntity(cluster.runtime().node(2), kKind, Key(i), std::move(work), edge);
+    SendToEntity(cluster.runtime().node(2), kKind, ShardKey(i), std::move(work), edge);
     testing::Grabbed<EvWorkDone> done = cluster.runtime().GrabEdgeEvent<EvWorkDone>(edge);
     ASSERT_TRUE(done);
-    EXPECT_EQ(done->record.values(0), 7u) << Key(i);
+    EXPECT_EQ(done->record.values(0), 7u) << ShardKey(i);
   }
   EXPECT_EQ(cluster.Stats(4).live(), static_cast<uint64_t>(moved));
 }
@@ -229,14 +230,14 @@ TEST(ShardingTest, LeaveHandsEverythingOff) {
   constexpr int kKeys = 40;
   uint64_t seq = 0;
   for (int i = 0; i < kKeys; ++i) {
-    cluster.SendWork(1 + i % 3, Key(i), ++seq);
+    cluster.SendWork(1 + i % 3, ShardKey(i), ++seq);
   }
-  SettleSeqs(cluster, 1, seq);
+  ShardSettle(cluster, 1, seq);
   const size_t on_three = cluster.LiveOn(3);
   ASSERT_GT(on_three, 0u);
   // Events keep coming while node 3 leaves (from the nodes that stay, which hear the answers).
   for (int i = 0; i < kKeys; ++i) {
-    cluster.SendWork(1 + i % 2, Key(i), ++seq);
+    cluster.SendWork(1 + i % 2, ShardKey(i), ++seq);
   }
   ASSERT_TRUE(cluster.Leave(3));
   EXPECT_EQ(cluster.LiveOn(3), 0u);
@@ -245,23 +246,23 @@ TEST(ShardingTest, LeaveHandsEverythingOff) {
   cluster.Remove(3);
   cluster.runtime().KillNode(3);
   for (int i = 0; i < kKeys; ++i) {
-    cluster.SendWork(1 + i % 2, Key(i), ++seq);
+    cluster.SendWork(1 + i % 2, ShardKey(i), ++seq);
   }
-  SettleSeqs(cluster, 1, seq);
-  ExpectExactlyOnce(cluster, 1, seq);
+  ShardSettle(cluster, 1, seq);
+  ShardExpectExactlyOnce(cluster, 1, seq);
   EXPECT_EQ(world.order_violations, 0u);
   for (int i = 0; i < kKeys; ++i) {
-    EXPECT_EQ(cluster.LiveNode(Key(i)), ShardOwner(Key(i), Hosts({1, 2})));
+    EXPECT_EQ(cluster.LiveNode(ShardKey(i)), ShardOwner(ShardKey(i), ShardHostsOf({1, 2})));
   }
   // Each entity's count is its 3 events: nothing was lost in the moves.
   const ActorId edge = cluster.runtime().AllocateEdgeActor(1);
   for (int i = 0; i < kKeys; ++i) {
     auto work = std::make_unique<EvWork>();
     work->record.set_seq(++seq);
-    SendToEntity(cluster.runtime().node(1), kKind, Key(i), std::move(work), edge);
+    SendToEntity(cluster.runtime().node(1), kKind, ShardKey(i), std::move(work), edge);
     testing::Grabbed<EvWorkDone> done = cluster.runtime().GrabEdgeEvent<EvWorkDone>(edge);
     ASSERT_TRUE(done);
-    EXPECT_EQ(done->record.values(0), 4u) << Key(i);
+    EXPECT_EQ(done->record.values(0), 4u) << ShardKey(i);
   }
 }
 
@@ -271,13 +272,13 @@ TEST(ShardingTest, DeadNodesKeysAreRecreatedElsewhere) {
   constexpr int kKeys = 30;
   uint64_t seq = 0;
   for (int i = 0; i < kKeys; ++i) {
-    cluster.SendWork(1 + i % 2, Key(i), ++seq);
+    cluster.SendWork(1 + i % 2, ShardKey(i), ++seq);
   }
-  SettleSeqs(cluster, 1, seq);
+  ShardSettle(cluster, 1, seq);
   std::vector<std::string> on_three;
   for (int i = 0; i < kKeys; ++i) {
-    if (cluster.LiveNode(Key(i)) == 3) {
-      on_three.push_back(Key(i));
+    if (cluster.LiveNode(ShardKey(i)) == 3) {
+      on_three.push_back(ShardKey(i));
     }
   }
   ASSERT_FALSE(on_three.empty());
@@ -287,7 +288,7 @@ TEST(ShardingTest, DeadNodesKeysAreRecreatedElsewhere) {
   for (const std::string& key : on_three) {
     cluster.SendWork(1, key, ++seq);
   }
-  SettleSeqs(cluster, first_dead, seq);
+  ShardSettle(cluster, first_dead, seq);
   for (uint64_t s = first_dead; s <= seq; ++s) {
     EXPECT_EQ(world.handled[s], 0);
     EXPECT_EQ(world.reported[s], 1);
@@ -296,12 +297,12 @@ TEST(ShardingTest, DeadNodesKeysAreRecreatedElsewhere) {
   cluster.Remove(3);
   const uint64_t first_after = seq + 1;
   for (int i = 0; i < kKeys; ++i) {
-    cluster.SendWork(1 + i % 2, Key(i), ++seq);
+    cluster.SendWork(1 + i % 2, ShardKey(i), ++seq);
   }
-  SettleSeqs(cluster, first_after, seq);
-  ExpectExactlyOnce(cluster, first_after, seq);
+  ShardSettle(cluster, first_after, seq);
+  ShardExpectExactlyOnce(cluster, first_after, seq);
   for (const std::string& key : on_three) {
-    EXPECT_EQ(cluster.LiveNode(key), ShardOwner(key, Hosts({1, 2})));
+    EXPECT_EQ(cluster.LiveNode(key), ShardOwner(key, ShardHostsOf({1, 2})));
     EXPECT_EQ(world.store[key], 0) << "what node 3 held unsaved is lost";
   }
 }
@@ -312,31 +313,31 @@ TEST(ShardingTest, PartitionReportsAndHeals) {
   constexpr int kKeys = 30;
   uint64_t seq = 0;
   for (int i = 0; i < kKeys; ++i) {
-    cluster.SendWork(1, Key(i), ++seq);
+    cluster.SendWork(1, ShardKey(i), ++seq);
   }
-  SettleSeqs(cluster, 1, seq);
+  ShardSettle(cluster, 1, seq);
   cluster.runtime().Isolate(3);
   const uint64_t first_cut = seq + 1;
   for (int i = 0; i < kKeys; ++i) {
-    cluster.SendWork(1, Key(i), ++seq);
+    cluster.SendWork(1, ShardKey(i), ++seq);
   }
-  SettleSeqs(cluster, first_cut, seq);
+  ShardSettle(cluster, first_cut, seq);
   for (int i = 0; i < kKeys; ++i) {
     const uint64_t s = first_cut + i;
-    if (cluster.LiveNode(Key(i)) == 3) {
-      EXPECT_EQ(world.reported[s], 1) << Key(i);
-      EXPECT_EQ(world.handled[s], 0) << Key(i);
+    if (cluster.LiveNode(ShardKey(i)) == 3) {
+      EXPECT_EQ(world.reported[s], 1) << ShardKey(i);
+      EXPECT_EQ(world.handled[s], 0) << ShardKey(i);
     } else {
-      EXPECT_EQ(world.acked[s], 1) << Key(i);
+      EXPECT_EQ(world.acked[s], 1) << ShardKey(i);
     }
   }
   cluster.runtime().HealAll();
   const uint64_t first_healed = seq + 1;
   for (int i = 0; i < kKeys; ++i) {
-    cluster.SendWork(1, Key(i), ++seq);
+    cluster.SendWork(1, ShardKey(i), ++seq);
   }
-  SettleSeqs(cluster, first_healed, seq);
-  ExpectExactlyOnce(cluster, first_healed, seq);
+  ShardSettle(cluster, first_healed, seq);
+  ShardExpectExactlyOnce(cluster, first_healed, seq);
   EXPECT_EQ(world.loads, static_cast<uint64_t>(kKeys)) << "the same incarnations throughout";
 }
 
@@ -347,11 +348,11 @@ TEST(ShardingTest, ViewsChangingAtDifferentTimes) {
   uint64_t seq = 0;
   auto round = [&] {
     for (int i = 0; i < kKeys; ++i) {
-      cluster.SendWork(1 + i % 4, Key(i), ++seq);
+      cluster.SendWork(1 + i % 4, ShardKey(i), ++seq);
     }
   };
   round();
-  SettleSeqs(cluster, 1, seq);
+  ShardSettle(cluster, 1, seq);
   // Node 4 joins in the tables one at a time, with events in between.
   for (NodeId node : {1u, 4u, 2u, 3u}) {
     cluster.names(node).Set(ShardCluster::Endpoint(4));
@@ -359,12 +360,12 @@ TEST(ShardingTest, ViewsChangingAtDifferentTimes) {
     ASSERT_TRUE(cluster.runtime().AdvanceTime(absl::Milliseconds(50)));
   }
   round();
-  SettleSeqs(cluster, 1, seq);
-  ExpectExactlyOnce(cluster, 1, seq);
+  ShardSettle(cluster, 1, seq);
+  ShardExpectExactlyOnce(cluster, 1, seq);
   EXPECT_EQ(world.order_violations, 0u);
   EXPECT_EQ(world.double_incarnations, 0u);
   for (int i = 0; i < kKeys; ++i) {
-    EXPECT_EQ(cluster.LiveNode(Key(i)), ShardOwner(Key(i), Hosts({1, 2, 3, 4})));
+    EXPECT_EQ(cluster.LiveNode(ShardKey(i)), ShardOwner(ShardKey(i), ShardHostsOf({1, 2, 3, 4})));
   }
 }
 
@@ -377,25 +378,25 @@ TEST(ShardingTest, UnansweredMemberIsTakenAsAnsweredAfterTheTimeout) {
   cluster.Join(3);
   std::string key;
   for (int i = 0; key.empty(); ++i) {
-    if (ShardOwner(Key(i), Hosts({1, 2, 3})) == 1) {
-      key = Key(i);
+    if (ShardOwner(ShardKey(i), ShardHostsOf({1, 2, 3})) == 1) {
+      key = ShardKey(i);
     }
   }
   cluster.SendWork(1, key, 1);
   ASSERT_TRUE(cluster.runtime().AdvanceTime(absl::Seconds(1)));
   EXPECT_EQ(cluster.world().handled[1], 0) << "held while node 3 may still hold the key";
-  SettleSeqs(cluster, 1, 1);
-  ExpectExactlyOnce(cluster, 1, 1);
+  ShardSettle(cluster, 1, 1);
+  ShardExpectExactlyOnce(cluster, 1, 1);
 }
 
 TEST(ShardingTest, ProxyOnlyRegionForwards) {
   ShardCluster cluster(2, {1}, /*seed=*/10);
   // Node 2 is in no table: its region owns nothing and forwards to node 1.
   for (uint64_t seq = 1; seq <= 10; ++seq) {
-    cluster.SendWork(2, Key(static_cast<int>(seq)), seq);
+    cluster.SendWork(2, ShardKey(static_cast<int>(seq)), seq);
   }
-  SettleSeqs(cluster, 1, 10);
-  ExpectExactlyOnce(cluster, 1, 10);
+  ShardSettle(cluster, 1, 10);
+  ShardExpectExactlyOnce(cluster, 1, 10);
   EXPECT_EQ(cluster.LiveOn(1), 10u);
   EXPECT_EQ(cluster.Stats(2).forwarded(), 10u);
 }
