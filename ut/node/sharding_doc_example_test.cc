@@ -74,7 +74,7 @@ TEST(ShardingDocExampleTest, HeaderExampleCountsAndSaves) {
   // clang-format on
   ASSERT_TRUE(region.ok()) << region.status();
   ASSERT_TRUE(runtime.AdvanceTime(absl::Seconds(1)));
-  EXPECT_EQ(store.saved.count("user-42"), 0u) << "live, not saved yet";
+  EXPECT_EQ(store.saved["user-42"], 0) << "live, not saved yet";
   // Leaving stops the entity, which saves its count.
   const ActorId edge = runtime.AllocateEdgeActor(1);
   runtime.Send(ShardRegionId("counter"), std::make_unique<EvShardLeave>(), edge);
