@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -71,7 +72,7 @@ void ShardedEntity::FinishStop() {
 ActorId ShardRegionId(std::string_view kind, NodeId node) {
   // "~" and 11 characters of the kind's hash in base 64: 66 bits, so kinds do not collide in
   // practice, and the name cannot be mistaken for a service of another component.
-  static constexpr char kDigits[] =
+  constexpr std::string_view kDigits =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   uint64_t hash = ShardSplitMix(ShardKeyHash(kind));
   std::string name = "~";

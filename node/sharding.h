@@ -40,13 +40,16 @@
 // Every event carries the view epoch of the region that first took it, and a buffer is delivered
 // sorted by it, which keeps each sender's order across stale forwards. A member without a region
 // of the kind (Undelivered{kUnknownService} to the barrier) counts as having answered: it holds
-// no entity.
+// no entity; events for keys it would own are held until its region speaks, at most
+// unanswered_member_timeout (then they go, and are reported kUnknownService there). A region that
+// restarts (a new actor id on its node) is a new peer: what the old one said no longer counts.
 //
 // Guarantees, exactly:
 //   - Per (sender, key) order: events one actor sends to one key are handled in send order, across
-//     passivation and hand-offs, for senders on nodes with a region for the kind, as long as no
-//     node dies or is cut off while they are under way and unanswered_member_timeout does not
-//     expire.
+//     passivation and hand-offs, for senders on member nodes (listed in the nameservice, clients
+//     included) with a region for the kind, as long as no node dies or is cut off while they are
+//     under way and unanswered_member_timeout does not expire. A node outside the table takes
+//     part in no barrier: its events keep their order except across a view change.
 //   - One live incarnation: while the members agree on the membership (their nameservices list
 //     the same members, the same weights, the same leavers) and every member answers the barrier,
 //     no key has two live incarnations: one stops (Save returns) before the next is created (Load).
@@ -54,7 +57,8 @@
 //     Undelivered to a sender that tracked it (kTrackDelivery), or lost untracked. Undelivered
 //     comes with the sender's cookie; its source_type is the event's type when the entity's own
 //     delivery failed, kEvShardEnvelope when the hop between regions failed, and the reason is
-//     kNoRoute when the region had no host for the key or the hop limit was reached.
+//     kNoRoute when the region had no host for the key or the hop limit was reached,
+//     kActorNotFound when the factory returned null.
 // Where they are weaker than one might assume:
 //   - Node death: events on their way to, or buffered at, a node that dies are lost (reported
 //     Undelivered{kDisconnected, unsure} to tracking senders); its entities' unsaved state is lost.
@@ -72,12 +76,16 @@
 //     as absent until it speaks, which is safe because it holds nothing. An entity that ends itself
 //     (PassAway, EvPoison, an exception) loses the events queued for it (reported to tracking
 //     senders); the next event creates it again. Use Passivate() to end without losing any.
-//   - A Save that fails is the entity's own business: the region does not retry it.
+//   - A Save that fails is the entity's own business: the region does not retry it. A node shut
+//     down without ShardRegionLeave destroys its entities without Save, as a death would.
 //
 // Leaving gracefully: call ShardRegionLeave (or send EvShardLeave) for every kind the node hosts,
 // wait for its answer (EvShardLeft), and only then Node::Shutdown: the region stops its entities
-// (Save), tells the others (their views drop the node), forwards what it holds to the new owners,
-// and answers once every other member acknowledged the view without it.
+// (Save), tells the others (their views drop the node as a host), forwards what it holds to the
+// new owners, and answers once every other member acknowledged the view without it and answered
+// one last repeated ack (so everything it forwarded has arrived). Until Node::Shutdown it forwards
+// what still reaches it. A region that cannot finish (a member never answers) answers after
+// unanswered_member_timeout.
 //
 // Thread-safety: the free functions are thread-safe; a region and its entities are actors
 // (actor-confined). The nameservice's watcher only posts an event to the region.
@@ -198,7 +206,8 @@ struct ShardingOptions {
 
 // Base of a sharded entity: an Actor with a key, whose state survives moves through Load and Save.
 // Write its state functions as for any Actor (Become works as usual); the base handles the
-// region's stop order before them.
+// region's stop order before them. Bootstrap belongs to the base (it calls Load): start work in
+// Load, or on the first event.
 class ShardedEntity : public Actor {
  public:
   template <typename Derived>

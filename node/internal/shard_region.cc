@@ -114,7 +114,7 @@ void ShardRegion::HandleLocal(EventHandlePtr& ev) {
   pending.epoch = epoch_;
   pending.origin = self_node_;
   pending.trace_id = ev->trace_id();
-  Route(std::move(local->key), std::move(pending));
+  Route(local->key, std::move(pending));
 }
 
 void ShardRegion::HandleEnvelope(EventHandlePtr& ev) {
@@ -134,10 +134,10 @@ void ShardRegion::HandleEnvelope(EventHandlePtr& ev) {
   pending.epoch = record.epoch();
   pending.origin = record.origin_node();
   pending.trace_id = record.trace_id();
-  Route(std::move(*record.mutable_key()), std::move(pending));
+  Route(record.key(), std::move(pending));
 }
 
-void ShardRegion::Route(std::string key, ShardPending pending) {
+void ShardRegion::Route(const std::string& key, ShardPending pending) {
   const NodeId owner = Owner(key);
   if (owner == 0) {
     Report(pending, UndeliveredReason::kNoRoute);
@@ -233,9 +233,8 @@ void ShardRegion::Deliver(KeyEntry& entry, ShardPending pending) {
     handle = std::make_unique<EventHandle>(entry.actor, pending.sender, std::move(pending.event),
                                            pending.flags, pending.cookie);
   } else {
-    handle = std::make_unique<EventHandle>(pending.type, entry.actor, pending.sender,
-                                           std::string_view(pending.bytes), pending.flags,
-                                           pending.cookie);
+    handle = std::make_unique<EventHandle>(pending.type, entry.actor, pending.sender, pending.bytes,
+                                           pending.flags, pending.cookie);
   }
   if (pending.trace_id != 0) {
     handle->set_trace_id(pending.trace_id);

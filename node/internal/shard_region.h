@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -94,7 +95,7 @@ class ShardRegion final : public Actor {
   // -- routing (shard_region.cc) ---------------------------------------------------------------
   void HandleLocal(EventHandlePtr& ev);
   void HandleEnvelope(EventHandlePtr& ev);
-  void Route(std::string key, ShardPending pending);
+  void Route(const std::string& key, ShardPending pending);
   void Forward(const std::string& key, ShardPending pending, NodeId owner);
   void Deliver(KeyEntry& entry, ShardPending pending);
   void Report(const ShardPending& pending, UndeliveredReason reason);
