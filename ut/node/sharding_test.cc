@@ -150,6 +150,38 @@ TEST(ShardingTest, PassivatesWhenIdleAndLoadsAgain) {
   EXPECT_EQ(cluster.Stats(ShardOwner("cart", ShardHostsOf({1, 2}))).passivations(), 1u);
 }
 
+TEST(ShardingTest, AnEntityPassivatesItselfWithoutLosingEvents) {
+  ShardCluster cluster(2, {1, 2}, /*seed=*/12);
+  World& world = cluster.world();
+  const ActorId edge = cluster.runtime().AllocateEdgeActor(1);
+  // The first event asks the entity to passivate itself; the next ones are handled before it stops
+  // or by the next incarnation.
+  for (uint64_t seq = 1; seq <= 5; ++seq) {
+    auto work = std::make_unique<EvWork>();
+    work->record.set_seq(seq);
+    work->record.set_text(seq == 1 ? "passivate" : "");
+    SendToEntity(cluster.runtime().node(1), kKind, "cart", std::move(work), edge);
+  }
+  for (uint32_t count = 1; count <= 5; ++count) {
+    testing::Grabbed<EvWorkDone> done = cluster.runtime().GrabEdgeEvent<EvWorkDone>(edge);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(done->record.seq(), count);
+    EXPECT_EQ(done->record.values(0), count) << "Save and Load carried the count";
+  }
+  cluster.runtime().DispatchEvents();
+  EXPECT_EQ(cluster.LiveCount("cart"), 0u);
+  EXPECT_EQ(world.saves, 1u);
+  EXPECT_EQ(cluster.Stats(ShardOwner("cart", ShardHostsOf({1, 2}))).passivations(), 1u);
+  // The next event starts a new incarnation, which loads the count.
+  auto work = std::make_unique<EvWork>();
+  work->record.set_seq(6);
+  SendToEntity(cluster.runtime().node(1), kKind, "cart", std::move(work), edge);
+  testing::Grabbed<EvWorkDone> done = cluster.runtime().GrabEdgeEvent<EvWorkDone>(edge);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->record.values(0), 6u);
+  EXPECT_EQ(world.loads, 2u);
+}
+
 TEST(ShardingTest, EventsDuringPassivationGoToTheNextIncarnation) {
   ShardingOptions options = ShardCluster::Defaults();
   options.passivate_after = absl::Milliseconds(500);

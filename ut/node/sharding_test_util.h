@@ -135,6 +135,9 @@ class TestEntity final : public ShardedEntity {
     done->record.set_seq(seq);
     done->record.add_values(static_cast<uint32_t>(count_));
     Reply(ev, std::move(done));
+    if (ev.Get()->record.text() == "passivate") {
+      Passivate();
+    }
   }
 
   World* world_;
