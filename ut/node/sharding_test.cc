@@ -401,6 +401,41 @@ TEST(ShardingTest, ViewsChangingAtDifferentTimes) {
   }
 }
 
+// A stale event (sent under the old view to the old owner, which forwards it over a slow link)
+// and a newer one from the same sender (sent straight to the new owner) reach the new owner in the
+// wrong order; the barrier's second phase and the epoch order put them right.
+TEST(ShardingTest, StaleForwardIsHandledBeforeNewerEvents) {
+  ShardCluster cluster(4, {1, 2, 3}, /*seed=*/13);
+  World& world = cluster.world();
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    if (ShardOwner(ShardKey(i), ShardHostsOf({1, 2, 3})) == 2 &&
+        ShardOwner(ShardKey(i), ShardHostsOf({1, 2, 3, 4})) == 4) {
+      key = ShardKey(i);
+    }
+  }
+  cluster.SendWork(1, key, 1);
+  ShardSettle(cluster, 1, 1);
+  ASSERT_EQ(cluster.LiveNode(key), 2u);
+  cluster.runtime().SetLinkLatency(2, 4, absl::Milliseconds(50));
+  // The old owner (2) and the new one (4) see node 4 join first.
+  cluster.names(2).Set(ShardCluster::Endpoint(4));
+  cluster.names(4).Set(ShardCluster::Endpoint(4));
+  ASSERT_TRUE(cluster.runtime().AdvanceTime(absl::Milliseconds(5)));
+  // Node 1 still sends to node 2, which forwards to node 4 over the slow link...
+  cluster.SendWork(1, key, 2);
+  ASSERT_TRUE(cluster.runtime().AdvanceTime(absl::Milliseconds(5)));
+  // ...then learns of the join and sends straight to node 4.
+  cluster.names(1).Set(ShardCluster::Endpoint(4));
+  cluster.names(3).Set(ShardCluster::Endpoint(4));
+  ASSERT_TRUE(cluster.runtime().AdvanceTime(absl::Milliseconds(5)));
+  cluster.SendWork(1, key, 3);
+  ShardSettle(cluster, 1, 3);
+  ShardExpectExactlyOnce(cluster, 1, 3);
+  EXPECT_EQ(world.order_violations, 0u);
+  EXPECT_EQ(cluster.LiveNode(key), 4u);
+}
+
 TEST(ShardingTest, UnansweredMemberIsTakenAsAnsweredAfterTheTimeout) {
   ShardingOptions options = ShardCluster::Defaults();
   options.unanswered_member_timeout = absl::Seconds(2);
