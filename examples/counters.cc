@@ -11,8 +11,8 @@
 #include <system_error>
 #include <utility>
 
-#include "absl/strings/escaping.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 #include "actors/events.h"
@@ -23,7 +23,7 @@ namespace troupe::examples {
 
 std::string CounterStore::PathOf(std::string_view key) const {
   // Hex keeps any key a valid file name.
-  return absl::StrCat(dir_, "/", absl::BytesToHexString(absl::string_view(key.data(), key.size())), ".state");
+  return absl::StrCat(dir_, "/", absl::BytesToHexString(std::string(key)), ".state");
 }
 
 absl::StatusOr<CounterState> CounterStore::Load(std::string_view key) const {
@@ -37,7 +37,8 @@ absl::StatusOr<CounterState> CounterStore::Load(std::string_view key) const {
   std::ostringstream bytes;
   bytes << in.rdbuf();
   if (!state.ParseFromString(bytes.str()) || state.key() != key) {
-    return absl::DataLossError(absl::StrCat(path, ": not the saved state of counter ", std::string(key)));
+    return absl::DataLossError(
+        absl::StrCat(path, ": not the saved state of counter ", std::string(key)));
   }
   return state;
 }
@@ -83,9 +84,8 @@ WriterUpdates* FindWriter(CounterState& state, uint64_t writer) {
 bool HoldsUpdate(const CounterState& state, uint64_t writer, uint64_t seq) {
   for (const WriterUpdates& updates : state.writers()) {
     if (updates.writer() == writer) {
-      return seq <= updates.applied() ||
-             std::find(updates.extra().begin(), updates.extra().end(), seq) !=
-                 updates.extra().end();
+      return seq <= updates.applied() || std::find(updates.extra().begin(), updates.extra().end(),
+                                                   seq) != updates.extra().end();
     }
   }
   return false;
@@ -145,8 +145,7 @@ class Counter : public node::ShardedEntity {
 
   void Save() override {
     if (absl::Status saved = store_->Save(state_); !saved.ok()) {
-      std::fprintf(stderr, "counter %s: %s\n", key().c_str(),
-                   std::string(saved.message()).c_str());
+      std::fprintf(stderr, "counter %s: %s\n", key().c_str(), std::string(saved.message()).c_str());
     }
   }
 

@@ -97,10 +97,10 @@ struct WriterResult {
   uint64_t writer = 0;
   uint64_t sent = 0;
   uint64_t acknowledged = 0;
-  uint64_t undelivered = 0;  // reported Undelivered: not applied, or unsure
-  uint64_t unanswered = 0;   // neither answered nor reported when the writer gave up
-  uint64_t duplicates = 0;   // answers that said the update was there already
-  uint64_t out_of_order = 0; // answers that said an earlier update of the key was missing
+  uint64_t undelivered = 0;   // reported Undelivered: not applied, or unsure
+  uint64_t unanswered = 0;    // neither answered nor reported when the writer gave up
+  uint64_t duplicates = 0;    // answers that said the update was there already
+  uint64_t out_of_order = 0;  // answers that said an earlier update of the key was missing
   // Every acknowledged update: key → its update numbers.
   absl::flat_hash_map<std::string, std::vector<uint64_t>> acked;
 };
@@ -123,18 +123,17 @@ std::unique_ptr<Actor> MakeCounterWriter(const WriterOptions& options,
 
 // What the final read found.
 struct CheckResult {
-  uint64_t counters = 0;       // counters read back
-  uint64_t unread = 0;         // counters that did not answer in time or were reported
-  uint64_t missing = 0;        // acknowledged updates not in the final state
-  uint64_t applied = 0;        // updates in the final states, all writers
-  uint64_t incarnations = 0;   // summed over the counters: starts after a Load
+  uint64_t counters = 0;      // counters read back
+  uint64_t unread = 0;        // counters that did not answer in time or were reported
+  uint64_t missing = 0;       // acknowledged updates not in the final state
+  uint64_t applied = 0;       // updates in the final states, all writers
+  uint64_t incarnations = 0;  // summed over the counters: starts after a Load
   absl::flat_hash_map<uint32_t, uint64_t> served_by;  // node → counters it answered for
 };
 
 // The checker: reads every key in `acked` (merged over the writers) with CounterGet, at most
 // `window` at a time, each within `timeout`, and fulfils `result`.
 std::unique_ptr<Actor> MakeCounterChecker(std::vector<WriterResult> writers, uint32_t window,
-                                          absl::Duration timeout,
-                                          std::promise<CheckResult> result);
+                                          absl::Duration timeout, std::promise<CheckResult> result);
 
 }  // namespace troupe::examples

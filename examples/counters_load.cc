@@ -158,15 +158,16 @@ int main(int argc, char** argv) {
       return stop(kExitFailed);
     }
   }
-  if (absl::Status up = (*node)->WaitForPeers(std::max(absl::Milliseconds(1),
-                                                       connect_deadline - absl::Now()));
+  if (absl::Status up =
+          (*node)->WaitForPeers(std::max(absl::Milliseconds(1), connect_deadline - absl::Now()));
       !up.ok()) {
     std::printf("counters_load: %s\n", std::string(up.message()).c_str());
     return stop(kExitFailed);
   }
-  std::printf("counters_load: node %u (a client), %zu counters nodes; %d writers, window %d, "
-              "%d counters, %d s\n",
-              self, Hosts(*names, self), pairs, window, keys, seconds);
+  std::printf(
+      "counters_load: node %u (a client), %zu counters nodes; %d writers, window %d, "
+      "%d counters, %d s\n",
+      self, Hosts(*names, self), pairs, window, keys, seconds);
 
   const absl::Time start = absl::Now();
   if (const std::string path = absl::GetFlag(FLAGS_load_start_file); !path.empty()) {
@@ -221,20 +222,21 @@ int main(int argc, char** argv) {
     total.out_of_order += writer.out_of_order;
   }
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
-  std::printf("counters_load: %llu updates sent, %llu acknowledged (%.0f/s), %llu reported "
-              "undelivered, %llu unanswered; answers that said duplicate %llu, out of order %llu\n",
-              static_cast<unsigned long long>(total.sent),
-              static_cast<unsigned long long>(total.acknowledged),
-              static_cast<double>(total.acknowledged) / std::max(elapsed, 1e-3),
-              static_cast<unsigned long long>(total.undelivered),
-              static_cast<unsigned long long>(total.unanswered),
-              static_cast<unsigned long long>(total.duplicates),
-              static_cast<unsigned long long>(total.out_of_order));
+  std::printf(
+      "counters_load: %llu updates sent, %llu acknowledged (%.0f/s), %llu reported "
+      "undelivered, %llu unanswered; answers that said duplicate %llu, out of order %llu\n",
+      static_cast<unsigned long long>(total.sent),
+      static_cast<unsigned long long>(total.acknowledged),
+      static_cast<double>(total.acknowledged) / std::max(elapsed, 1e-3),
+      static_cast<unsigned long long>(total.undelivered),
+      static_cast<unsigned long long>(total.unanswered),
+      static_cast<unsigned long long>(total.duplicates),
+      static_cast<unsigned long long>(total.out_of_order));
 
   std::promise<troupe::examples::CheckResult> check_promise;
   std::future<troupe::examples::CheckResult> check_future = check_promise.get_future();
   system.Register(troupe::examples::MakeCounterChecker(writers, /*window=*/64, absl::Seconds(30),
-                                                      std::move(check_promise)));
+                                                       std::move(check_promise)));
   while (check_future.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
     if ((signal = troupe::examples::WaitForTerminationSignal(absl::Milliseconds(100))) != 0) {
       std::printf("counters_load: %s: stopping\n", troupe::examples::SignalName(signal).c_str());
@@ -247,18 +249,19 @@ int main(int argc, char** argv) {
     served.push_back(absl::StrCat("node ", served_node, ": ", count));
   }
   std::sort(served.begin(), served.end());
-  std::printf("counters_load: final state: %llu counters read (%s), %llu unread; %llu updates "
-              "applied, %llu incarnations\n",
-              static_cast<unsigned long long>(check.counters), absl::StrJoin(served, ", ").c_str(),
-              static_cast<unsigned long long>(check.unread),
-              static_cast<unsigned long long>(check.applied),
-              static_cast<unsigned long long>(check.incarnations));
-  const bool ok = check.missing == 0 && check.unread == 0 && total.duplicates == 0 &&
-                  total.acknowledged > 0;
-  std::printf("counters_load: %s: %llu acknowledged updates, %llu missing from the final state, "
-              "%llu applied twice\n",
-              ok ? "OK" : "FAILED", static_cast<unsigned long long>(total.acknowledged),
-              static_cast<unsigned long long>(check.missing),
-              static_cast<unsigned long long>(total.duplicates));
+  std::printf(
+      "counters_load: final state: %llu counters read (%s), %llu unread; %llu updates "
+      "applied, %llu incarnations\n",
+      static_cast<unsigned long long>(check.counters), absl::StrJoin(served, ", ").c_str(),
+      static_cast<unsigned long long>(check.unread), static_cast<unsigned long long>(check.applied),
+      static_cast<unsigned long long>(check.incarnations));
+  const bool ok =
+      check.missing == 0 && check.unread == 0 && total.duplicates == 0 && total.acknowledged > 0;
+  std::printf(
+      "counters_load: %s: %llu acknowledged updates, %llu missing from the final state, "
+      "%llu applied twice\n",
+      ok ? "OK" : "FAILED", static_cast<unsigned long long>(total.acknowledged),
+      static_cast<unsigned long long>(check.missing),
+      static_cast<unsigned long long>(total.duplicates));
   return stop(ok ? kExitOk : kExitFailed);
 }

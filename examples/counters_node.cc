@@ -42,8 +42,9 @@ ABSL_FLAG(std::string, id_file, "",
 ABSL_FLAG(int, run_seconds, 0, "stop after this many seconds; 0 runs until SIGINT or SIGTERM");
 ABSL_FLAG(std::string, store_dir, "",
           "where counters save their state, one file per key; empty: 'counters' next to --config");
-ABSL_FLAG(int, passivate_ms, 2000,
-          "a counter without an update for this long is passivated (saved, then stopped); 0: never");
+ABSL_FLAG(
+    int, passivate_ms, 2000,
+    "a counter without an update for this long is passivated (saved, then stopped); 0: never");
 ABSL_FLAG(int, leave_timeout_s, 20, "how long the hand-off at the stop may take");
 
 int main(int argc, char** argv) {
@@ -87,8 +88,8 @@ int main(int argc, char** argv) {
     store_dir = (std::filesystem::absolute(config_path).parent_path() / "counters").string();
   }
 
-  absl::StatusOr<std::unique_ptr<troupe::node::Node>> node = troupe::node::Node::Start(
-      *config, {.on_system_start = nullptr, .interconnect = {}});
+  absl::StatusOr<std::unique_ptr<troupe::node::Node>> node =
+      troupe::node::Node::Start(*config, {.on_system_start = nullptr, .interconnect = {}});
   if (!node.ok()) {
     std::fprintf(stderr, "counters_node: %s\n", std::string(node.status().message()).c_str());
     return absl::IsInvalidArgument(node.status()) ? kExitConfig : kExitFailed;
@@ -99,8 +100,7 @@ int main(int argc, char** argv) {
   options.passivate_after = absl::Milliseconds(passivate_ms);
   absl::StatusOr<troupe::ActorId> region = troupe::node::StartShardRegion(
       system, troupe::examples::kCounterKind, (*node)->interconnect()->nameservice(),
-      troupe::examples::CounterFactory(
-          std::make_shared<troupe::examples::CounterStore>(store_dir)),
+      troupe::examples::CounterFactory(std::make_shared<troupe::examples::CounterStore>(store_dir)),
       options);
   if (!region.ok()) {
     std::fprintf(stderr, "counters_node: node %u: %s\n", self,
@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
   if (const std::string id_file = absl::GetFlag(FLAGS_id_file); !id_file.empty()) {
     if (absl::Status written = troupe::examples::WriteNodeIdFile(id_file, self, metrics);
         !written.ok()) {
-      std::fprintf(stderr, "counters_node: --id_file: %s\n", std::string(written.message()).c_str());
+      std::fprintf(stderr, "counters_node: --id_file: %s\n",
+                   std::string(written.message()).c_str());
       (*node)->Shutdown(absl::Seconds(5));
       return kExitFailed;
     }
@@ -131,8 +132,9 @@ int main(int argc, char** argv) {
     signal = troupe::examples::WaitForTerminationSignal(
         std::min(absl::Milliseconds(200), deadline - absl::Now()));
   }
-  std::printf("counters_node: node %u stopping (%s): handing its counters off\n", self,
-              (signal != 0 ? troupe::examples::SignalName(signal) : "--run_seconds elapsed").c_str());
+  std::printf(
+      "counters_node: node %u stopping (%s): handing its counters off\n", self,
+      (signal != 0 ? troupe::examples::SignalName(signal) : "--run_seconds elapsed").c_str());
   int status = kExitOk;
   absl::StatusOr<uint64_t> left = troupe::node::ShardRegionLeave(
       system, troupe::examples::kCounterKind, absl::Seconds(leave_timeout_s));
