@@ -45,6 +45,7 @@
 #include "actors/actor.h"
 #include "actors/actor_system.h"
 #include "bench/interconnect/session_bench.pb.h"
+#include "bench/node/loopback_cluster.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/testing/free_ports.h"
 #include "node/router.h"
@@ -82,18 +83,6 @@ class RouterBenchWorker final : public Actor {
   std::atomic<int64_t>* handled_;
 };
 
-proto::ActorSystemConfig NodeConfig(NodeId node) {
-  proto::ActorSystemConfig config;
-  config.set_node_id(node);
-  for (const char* name : {"User", "IC"}) {
-    proto::PoolConfig* pool = config.add_pools();
-    pool->set_name(name);
-    pool->set_threads(1);
-    pool->set_spin_time_us(50);
-  }
-  return config;
-}
-
 // One node, or two joined over loopback TCP.
 class RouterBenchCluster {
  public:
@@ -101,36 +90,18 @@ class RouterBenchCluster {
     std::vector<uint16_t> ports;
     if (nodes > 1) {
       absl::StatusOr<std::vector<uint16_t>> free = interconnect::FreeLoopbackPorts(nodes);
-      if (!free.ok()) {
-        std::fprintf(stderr, "%s\n", free.status().ToString().c_str());
-        std::abort();
-      }
+      bench_util::CheckOrAbort(free.status());
       ports = *free;
     }
     for (int i = 0; i < nodes; ++i) {
-      proto::ActorSystemConfig config = NodeConfig(static_cast<NodeId>(i + 1));
-      if (nodes > 1) {
-        proto::InterconnectConfig& ic = *config.mutable_interconnect();
-        ic.set_cluster_id("router-bench");
-        for (int peer = 0; peer < nodes; ++peer) {
-          proto::NodeAddress& address = *ic.add_nodes();
-          address.set_node_id(static_cast<NodeId>(peer + 1));
-          address.set_host("127.0.0.1");
-          address.set_port(ports[static_cast<size_t>(peer)]);
-        }
-      }
+      const proto::ActorSystemConfig config = bench_util::LoopbackNodeConfig(
+          static_cast<NodeId>(i + 1), ports, "router-bench", /*spin_us=*/50);
       auto system = ActorSystem::Create(config);
-      if (!system.ok()) {
-        std::fprintf(stderr, "%s\n", system.status().ToString().c_str());
-        std::abort();
-      }
+      bench_util::CheckOrAbort(system.status());
       systems_.push_back(std::move(*system));
       if (nodes > 1) {
         auto started = interconnect::Interconnect::Start(systems_.back().get());
-        if (!started.ok()) {
-          std::fprintf(stderr, "%s\n", started.status().ToString().c_str());
-          std::abort();
-        }
+        bench_util::CheckOrAbort(started.status());
         ics_.push_back(std::move(*started));
       }
     }

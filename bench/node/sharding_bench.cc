@@ -27,8 +27,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +41,7 @@
 #include "actors/actor_system.h"
 #include "actors/sync.h"
 #include "bench/interconnect/session_bench.pb.h"
+#include "bench/node/loopback_cluster.h"
 #include "interconnect/interconnect.h"
 #include "interconnect/testing/free_ports.h"
 #include "node/sharding.h"
@@ -134,22 +133,8 @@ class Cluster {
     absl::StatusOr<std::vector<uint16_t>> ports = interconnect::FreeLoopbackPorts(kBenchNodes);
     Check(ports.status());
     for (NodeId node = 1; node <= kBenchNodes; ++node) {
-      proto::ActorSystemConfig config;
-      config.set_node_id(node);
-      for (const char* name : {"User", "IC"}) {
-        proto::PoolConfig* pool = config.add_pools();
-        pool->set_name(name);
-        pool->set_threads(1);
-        pool->set_spin_time_us(50);
-      }
-      proto::InterconnectConfig& ic = *config.mutable_interconnect();
-      ic.set_cluster_id("shard-bench");
-      for (NodeId peer = 1; peer <= kBenchNodes; ++peer) {
-        proto::NodeAddress& address = *ic.add_nodes();
-        address.set_node_id(peer);
-        address.set_host("127.0.0.1");
-        address.set_port((*ports)[peer - 1]);
-      }
+      const proto::ActorSystemConfig config =
+          bench_util::LoopbackNodeConfig(node, *ports, "shard-bench", /*spin_us=*/50);
       auto system = ActorSystem::Create(config);
       Check(system.status());
       systems_[node - 1] = std::move(*system);
@@ -183,12 +168,7 @@ class Cluster {
   Cluster(Cluster&&) = delete;
   Cluster& operator=(Cluster&&) = delete;
 
-  static void Check(const absl::Status& status) {
-    if (!status.ok()) {
-      std::fprintf(stderr, "sharding_bench: %s\n", status.ToString().c_str());
-      std::abort();
-    }
-  }
+  static void Check(const absl::Status& status) { bench_util::CheckOrAbort(status); }
   static interconnect::NodeEndpoint Endpoint(NodeId node) {
     return {.node = node, .host = "127.0.0.1", .port = 1, .client = false, .monitoring_port = 0};
   }

@@ -40,6 +40,7 @@
 
 #include "actors/actor.h"
 #include "actors/actor_system.h"
+#include "bench/node/loopback_cluster.h"
 #include "bench/node/topics_bench.pb.h"
 #include "interconnect/testing/free_ports.h"
 #include "node/node.h"
@@ -105,22 +106,8 @@ class TopicCluster {
     absl::StatusOr<std::vector<uint16_t>> ports = interconnect::FreeLoopbackPorts(3);
     Check(ports.status());
     for (NodeId node = 1; node <= 3; ++node) {
-      proto::ActorSystemConfig config;
-      config.set_node_id(node);
-      for (const char* name : {"User", "IC"}) {
-        proto::PoolConfig* pool = config.add_pools();
-        pool->set_name(name);
-        pool->set_threads(1);
-        pool->set_spin_time_us(20);
-      }
-      proto::InterconnectConfig& ic = *config.mutable_interconnect();
-      ic.set_cluster_id("topics-bench");
-      for (NodeId peer = 1; peer <= 3; ++peer) {
-        proto::NodeAddress& address = *ic.add_nodes();
-        address.set_node_id(peer);
-        address.set_host("127.0.0.1");
-        address.set_port((*ports)[peer - 1]);
-      }
+      const proto::ActorSystemConfig config =
+          bench_util::LoopbackNodeConfig(node, *ports, "topics-bench", /*spin_us=*/20);
       absl::StatusOr<std::unique_ptr<Node>> started = StartNodeWithTopics(config);
       Check(started.status());
       nodes_[node - 1] = std::move(*started);
@@ -172,12 +159,7 @@ class TopicCluster {
   }
 
  private:
-  static void Check(const absl::Status& status) {
-    if (!status.ok()) {
-      std::fprintf(stderr, "topics_bench: %s\n", status.ToString().c_str());
-      std::abort();
-    }
-  }
+  static void Check(const absl::Status& status) { bench_util::CheckOrAbort(status); }
 
   std::array<std::unique_ptr<Node>, 3> nodes_;
   std::vector<ActorId> subscribers_;
