@@ -54,8 +54,7 @@ void ShardExpectExactlyOnce(ShardCluster& cluster, uint64_t first, uint64_t last
   }
 }
 
-// -- placement
-// --------------------------------------------------------------------------------------
+// -- placement ------------------------------------------------------------------------------------
 
 TEST(ShardPlacementTest, SpreadsKeysByWeight) {
   std::map<NodeId, int> equal;
@@ -97,8 +96,7 @@ TEST(ShardPlacementTest, RegionIdsAreServicesPerKind) {
   EXPECT_EQ(ShardRegionId("a-kind-with-a-rather-long-name", 3).node_id(), 3u);
 }
 
-// -- life of an entity
-// ------------------------------------------------------------------------------
+// -- life of an entity ----------------------------------------------------------------------------
 
 TEST(ShardingTest, CreatesOnFirstEventOnTheOwner) {
   ShardCluster cluster(3, {1, 2, 3}, /*seed=*/1);
@@ -203,8 +201,7 @@ TEST(ShardingTest, EventsDuringPassivationGoToTheNextIncarnation) {
   EXPECT_EQ(world.order_violations, 0u);
 }
 
-// -- membership
-// -------------------------------------------------------------------------------------
+// -- membership -----------------------------------------------------------------------------------
 
 TEST(ShardingTest, JoinMovesKeysWithTheirState) {
   ShardCluster cluster(4, {1, 2, 3}, /*seed=*/4);
